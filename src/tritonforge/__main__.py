@@ -1,0 +1,5 @@
+"""``python -m tritonforge`` is the CLI."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,114 @@
+"""One place for settings: defaults < config file < environment < command-line flags.
+
+The config file is TOML (``tritonforge.toml`` in the working directory, or ``--config PATH``) with
+the same keys as ``Settings``'s fields, e.g. ``case_timeout_s = 120``. Environment variables are
+``TRITONFORGE_<FIELD>`` in upper case (``TRITONFORGE_DEVICE=cpu``). Settings are frozen: parts
+receive them, never change them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .model import Tolerance
+
+# BENCHMARK.md's tolerances: elementwise (atol, rtol) and norm, per dtype.
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(atol=1e-6, rtol=1e-6, rel_norm=1e-6),
+    "float32": Tolerance(atol=1e-4, rtol=1e-4, rel_norm=2e-4),
+    "float32-dot": Tolerance(atol=1e-2, rtol=1e-2, rel_norm=5e-3),   # tl.dot runs in tf32
+    "float16": Tolerance(atol=1e-2, rtol=1e-2, rel_norm=5e-3),
+    "bfloat16": Tolerance(atol=2e-2, rtol=2e-2, rel_norm=2e-2),
+    "float8": Tolerance(atol=1.25e-1, rtol=1.25e-1, rel_norm=6e-2),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    device: str = "auto"              # auto | cuda | cpu (cpu = Triton interpreter)
+    run_dir: str = "tritonforge-runs/default"
+    case_timeout_s: float = 180.0     # no progress from the worker for this long: killed
+    host_memory_limit_gb: float = 16.0
+    seeds: int = 3                    # seeds per correctness case
+    timing_rounds: int = 10           # interleaved rounds (original, candidate, ...)
+    timing_round_ms: float = 25.0     # time per variant per round
+    timing_warmup_ms: float = 25.0
+    flush_l2: bool = True
+    cuda_graph: bool = False
+    max_rounds: int = 8
+    patience: int = 2                 # rounds without gain before stopping
+    min_speedup: float = 1.05
+    max_case_regression: float = 0.05
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_max_tokens: int = 200_000
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+
+def _coerce(name: str, raw: Any, target: Any) -> Any:
+    kind = type(target)
+    try:
+        if kind is bool:
+            if isinstance(raw, str):
+                if raw.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if raw.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(raw)
+            return bool(raw)
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"setting {name!r} has value {raw!r}, which is not a {kind.__name__}",
+            hint=f"give {name} a {kind.__name__}, e.g. {target!r}",
+        ) from None
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build Settings from defaults, then the TOML file, then the environment, then overrides."""
+    env = os.environ if env is None else env
+    base = Settings()
+    values: dict[str, Any] = {}
+    known = {f.name for f in fields(Settings)}
+
+    path = Path(config_file) if config_file else Path("tritonforge.toml")
+    if config_file and not path.exists():
+        raise ConfigError(f"config file {path} does not exist", hint="check the --config path")
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file is not valid TOML: {exc}", location=str(path)) from None
+        for key, raw in data.items():
+            if key not in known:
+                raise ConfigError(f"unknown setting {key!r}", location=str(path),
+                                  hint="known settings: " + ", ".join(sorted(known)))
+            values[key] = raw
+    for key in known:
+        env_key = f"TRITONFORGE_{key.upper()}"
+        if env_key in env:
+            values[key] = env[env_key]
+    for key, raw in (overrides or {}).items():
+        if raw is None:
+            continue
+        if key not in known:
+            raise ConfigError(f"unknown setting {key!r}")
+        values[key] = raw
+    coerced = {k: _coerce(k, v, getattr(base, k)) for k, v in values.items()}
+    settings = base.replace(**coerced)
+    if settings.device not in ("auto", "cuda", "cpu"):
+        raise ConfigError(f"device must be auto, cuda or cpu, not {settings.device!r}")
+    return settings
