@@ -48,7 +48,20 @@ class Settings:
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_max_tokens: int = 200_000
+    llm_max_tokens: int = 200_000     # token budget of one run, prompts + replies (0: no limit)
+    # LLM proposer (optional; docs/LLM.md). Added by the LLM helper, all with defaults.
+    llm_provider: str = "openai"      # openai (any OpenAI-compatible server) | anthropic
+    llm_timeout_s: float = 120.0      # per HTTP attempt
+    llm_max_retries: int = 4          # timeouts, 429 (Retry-After honoured) and 5xx
+    llm_temperature: float = 0.2
+    llm_max_reply_tokens: int = 8192  # per request (trimmed to what the budget has left)
+    llm_max_cost_usd: float = 0.0     # 0: no cost limit; needs the two prices below
+    llm_price_in_per_mtok: float = 0.0    # USD per million prompt tokens
+    llm_price_out_per_mtok: float = 0.0   # USD per million reply tokens
+    llm_candidates_per_round: int = 2
+    llm_repair_attempts: int = 3      # repair turns for a failed candidate (rules first)
+    llm_templates_dir: str = ""       # override some prompt templates (others: packaged)
+    llm_replay: str = ""              # a transcript.jsonl: answer from it, call no model
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
