@@ -37,3 +37,11 @@ from .task import (
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+from . import evaluation as _evaluation, profile as _profile, search as _search, task as _task
+from .serialize import register as _register
+
+for _mod in (_evaluation, _profile, _search, _task):
+    for _obj in vars(_mod).values():
+        if isinstance(_obj, type) and _obj.__module__ == _mod.__name__:
+            _register(_obj)

@@ -23,6 +23,7 @@ class Status(str, enum.Enum):
     OOM = "oom"                           # device or host memory exhausted
     MISMATCH = "mismatch"                 # ran, but computed something else than the original
     CHEAT = "cheat"                       # ran and may match, but broke a rule (no launches, ...)
+    SKIPPED = "skipped"                   # not evaluated: another variant killed the worker first
 
     @property
     def is_failure(self) -> bool:
@@ -130,6 +131,7 @@ class VariantResult:
     timings: tuple[Timing, ...] = ()
     launches: int = 0          # Triton kernel launches seen while running its cases
     wall_s: float = 0.0
+    case_failures: tuple[Failure, ...] = ()   # per-case failures (baseline runs keep going)
 
     def timing(self, case_id: str) -> Timing | None:
         for t in self.timings:

@@ -33,6 +33,10 @@ class CompileStats:
     vector_width_bytes: int | None = None   # widest global load/store seen (16 = 128-bit)
     constexprs: tuple[tuple[str, object], ...] = ()
     warnings: tuple[str, ...] = ()   # e.g. "exceeds 227 KiB of shared memory"
+    has_dot: bool = False            # tt.dot in the Triton IR (whether or not it became mma)
+    mma_kind: str | None = None      # "wgmma" or "mma" when tensor-core instructions are used
+    stack_bytes: int | None = None   # local stack frame per thread (spills, local arrays)
+    error: str | None = None         # compile failure (the stats above are then empty)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class KernelProfile:
     kernel: str
     metrics: tuple[Metric, ...]
     duration_us: float | None = None
+    launch_id: int | None = None     # ncu's ID of the profiled launch
 
     def get(self, name: str) -> float | None:
         for m in self.metrics:

@@ -139,6 +139,7 @@ class Task:
     support_modules: tuple[tuple[str, str], ...] = ()
     tolerance_overrides: tuple[tuple[str, Tolerance], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    reference: str | None = None      # a plain-PyTorch function in the source that checks the original
 
     def cases_with_role(self, role: CaseRole) -> tuple[Case, ...]:
         return tuple(c for c in self.cases if c.role is role)

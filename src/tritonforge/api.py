@@ -1,0 +1,54 @@
+"""The public facade: load a task, evaluate its original, (later) optimize it.
+
+Everything a script or the CLI needs goes through here; the modules behind it are private.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Settings
+from .model import CaseRole, Evaluation, Task
+from .runtime.service import Evaluator, original_variant
+from .store import RunStore
+from .tasks.loader import task_from_file
+from .tasks.tritonbench import load_tasks
+
+
+def load_task(path: str | Path | None = None, *, spec: str | Path | None = None,
+              entry: str | None = None, tritonbench: str | None = None) -> Task:
+    """A task from a kernel file (+ spec) or from a TritonBench-G record name."""
+    if tritonbench:
+        return load_tasks([tritonbench])[0]
+    assert path is not None
+    return task_from_file(path, spec, entry)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    task: Task
+    evaluation: Evaluation
+    device: str
+    skipped_performance: bool
+    store_path: Path
+
+
+def run_original(task: Task, settings: Settings, *, with_performance: bool | None = None,
+                 case_ids: tuple[str, ...] | None = None) -> RunOutcome:
+    """Run every case of the original once and time its performance cases.
+
+    On the CPU interpreter, performance cases are skipped unless asked for: interpreter timings
+    say nothing about GPU performance, and GPU-sized inputs take minutes there.
+    """
+    run_dir = Path(settings.run_dir)
+    store_path = run_dir / "store.sqlite"
+    with RunStore(store_path) as store, Evaluator(settings, run_dir, store) as evaluator:
+        store.put_task(task)
+        on_gpu = evaluator.device == "cuda"
+        perf = on_gpu if with_performance is None else with_performance
+        ids = case_ids or tuple(c.id for c in task.cases
+                                if perf or c.role is CaseRole.CORRECTNESS)
+        evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="run",
+                                        case_ids=ids, verify=False, time=True, keep_going=True)
+    return RunOutcome(task, evaluation, evaluator.device, not perf, store_path)

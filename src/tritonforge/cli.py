@@ -1,0 +1,161 @@
+"""The command line: parse, call ``api``/``bench``, print, map errors to exit codes.
+
+    tritonforge run FILE [--spec SPEC]        evaluate a kernel file's cases, print a table
+    tritonforge run --tritonbench NAME        the same for a TritonBench-G record
+    tritonforge bench baseline ...            baseline sweep over TritonBench-G (resumable)
+    tritonforge bench selfcheck ...           time a file against itself: the noise floor
+
+Exit codes: 0 ok; 1 the kernel failed some case; 2 bad input or settings; 3 missing tool or
+device; 4 worker failure; 5 run-store problem; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Sequence
+
+from . import __version__
+from .config import load_settings
+from .errors import TritonForgeError
+from .model import CaseRole, Status
+from .model.serialize import to_jsonable
+from .report.tables import fmt_ms, render_table
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
+                        help="where kernels run (default auto: cuda if visible, else the CPU "
+                             "interpreter)")
+    parser.add_argument("--run-dir", default=None, help="run directory (store, logs, outputs)")
+    parser.add_argument("--config", default=None, help="a tritonforge.toml settings file")
+    parser.add_argument("--timeout", type=float, default=None, dest="case_timeout_s",
+                        help="seconds without progress before a kernel is killed")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritonforge", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"tritonforge {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a kernel file's cases and print a table")
+    run.add_argument("file", nargs="?", help="the kernel .py file")
+    run.add_argument("--spec", help="case spec (default: FILE with .toml)")
+    run.add_argument("--entry", help="entry function (overrides the spec's)")
+    run.add_argument("--tritonbench", metavar="NAME", help="a TritonBench-G record instead of FILE")
+    run.add_argument("--perf", action="store_true", default=None,
+                     help="also run performance cases on the CPU interpreter (slow; not performance)")
+    run.add_argument("--cases", help="comma-separated case ids")
+    _common(run)
+
+    bench = sub.add_parser("bench", help="benchmark suites")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    base = bsub.add_parser("baseline", help="runnable check + baseline times for TritonBench-G")
+    base.add_argument("--names", help="comma-separated record names (default: all)")
+    base.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    base.add_argument("--out", help="write the summary JSON here")
+    _common(base)
+    selfc = bsub.add_parser("selfcheck", help="time the original against itself (noise floor)")
+    selfc.add_argument("--names", help="comma-separated record names")
+    selfc.add_argument("--out", help="write the summary JSON here")
+    _common(selfc)
+    bsub.add_parser("list", help="list TritonBench-G record names")
+    return parser
+
+
+def _settings(args: argparse.Namespace):
+    overrides = {"device": args.device, "run_dir": args.run_dir,
+                 "case_timeout_s": args.case_timeout_s}
+    return load_settings(args.config, overrides=overrides)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .api import load_task, run_original
+
+    if not args.file and not args.tritonbench:
+        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
+                               hint="e.g. tritonforge run examples/sin_block4.py")
+    if args.file and args.tritonbench:
+        raise TritonForgeError("give either a kernel FILE or --tritonbench NAME, not both")
+    settings = _settings(args)
+    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+    cases = tuple(c.strip() for c in args.cases.split(",")) if args.cases else None
+    if cases:
+        unknown = [c for c in cases if c not in {k.id for k in task.cases}]
+        if unknown:
+            raise TritonForgeError(f"unknown case ids: {', '.join(unknown)}",
+                                   hint="known: " + ", ".join(c.id for c in task.cases))
+    outcome = run_original(task, settings, with_performance=args.perf, case_ids=cases)
+    result = outcome.evaluation.results[0]
+    if args.json:
+        print(json.dumps(to_jsonable(outcome.evaluation), indent=1))
+        return EXIT_OK if result.status is Status.OK else EXIT_FAILED
+    failures = {f.case_id: f for f in result.case_failures}
+    rows = []
+    ran = set(cases) if cases else {c.id for c in task.cases
+                                    if not outcome.skipped_performance
+                                    or c.role is CaseRole.CORRECTNESS}
+    for case in task.cases:
+        t = result.timing(case.id)
+        if case.id not in ran:
+            status = "skipped"
+        elif result.failure is not None:
+            status = result.failure.status.value
+        elif case.id in failures:
+            status = f"{failures[case.id].status.value}: {failures[case.id].reason[:60]}"
+        else:
+            status = "ok"
+        rows.append((case.id, case.role.value, case.label[:40], status,
+                     fmt_ms(t.median_ms) if t else "-",
+                     f"{t.spread * 100:.1f}%" if t else "-",
+                     t.method.value if t else "-"))
+    dev = outcome.evaluation.device
+    print(render_table(("case", "role", "inputs", "status", "median", "iqr/med", "timer"), rows,
+                       title=f"{task.name} on {dev.name} (torch {dev.torch_version}, "
+                             f"triton {dev.triton_version})"))
+    if result.failure is not None:
+        print(f"\nfailed: {result.failure.one_line()}\n{result.failure.detail[-1500:]}")
+    if dev.interpreted:
+        print("\nCPU mode: kernels ran through Triton's interpreter. Correctness is checked; "
+              "timings are not performance figures"
+              + (" and performance cases were skipped (use --perf to run them anyway)."
+                 if outcome.skipped_performance else "."))
+    print(f"store: {outcome.store_path}")
+    return EXIT_OK if result.status is Status.OK else EXIT_FAILED
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import commands
+
+    return commands.dispatch(args, _settings(args) if args.bench_command != "list" else None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "bench":
+            return _cmd_bench(args)
+        parser.error(f"unknown command {args.command}")
+    except TritonForgeError as exc:
+        print(f"error: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: everything finished so far is in the run store; run the same "
+              "command again to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def entry() -> None:
+    sys.exit(main())

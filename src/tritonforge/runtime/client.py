@@ -1,0 +1,213 @@
+"""The driver's side of the worker: start it, send requests, survive whatever the variant does.
+
+A candidate can crash the CUDA context, hang, or eat memory. The worker runs in its own process
+(and process group); the driver watches it while a request is in flight:
+
+- no message for ``timeout_s``            -> the process group is killed: TIMEOUT
+- its resident memory over the host limit -> killed: OOM
+- the pipe closes (segfault, abort)       -> CRASH, with the exit status and the log's tail
+- a sticky CUDA error reported by itself  -> it exits; the next request starts a new worker
+
+The variant that was in flight (from the worker's progress messages) gets the failure; the others
+in the same request are marked SKIPPED. The driver itself never dies of a candidate.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..errors import WorkerError
+from ..model import DeviceInfo, Evaluation, Failure, Status, VariantResult
+from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
+
+log = logging.getLogger(__name__)
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def cuda_available() -> bool:
+    """True when a CUDA device is visible, asked in a throwaway process (no CUDA init here)."""
+    code = "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+    try:
+        return subprocess.run([sys.executable, "-c", code], timeout=120,
+                              capture_output=True).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class Worker:
+    """One worker process on one device ("cuda" or "cpu" through the Triton interpreter)."""
+
+    def __init__(self, device: str, work_dir: Path, *, timeout_s: float = 180.0,
+                 host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0):
+        if device not in ("cuda", "cpu"):
+            raise WorkerError(f"worker device must be 'cuda' or 'cpu', not {device!r}")
+        self.device = device
+        self.work_dir = Path(work_dir)
+        self.timeout_s = timeout_s
+        self.memory_limit = int(host_memory_limit_gb * 2**30)
+        self.startup_timeout_s = startup_timeout_s
+        self.process: subprocess.Popen | None = None
+        self.info: DeviceInfo | None = None
+        self._to_child = self._from_child = -1
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "worker.log"
+
+    def start(self) -> DeviceInfo:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        child_in_r, parent_w = os.pipe()
+        parent_r, child_out_w = os.pipe()
+        env = dict(os.environ)
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        src_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tritonforge.runtime.worker_main",
+                 str(child_in_r), str(child_out_w), str(self.work_dir / "modules")],
+                pass_fds=(child_in_r, child_out_w), env=env, stdout=log_file,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        os.close(child_in_r)
+        os.close(child_out_w)
+        self._to_child, self._from_child = parent_w, parent_r
+        message = self._wait_message(self.startup_timeout_s)
+        if not isinstance(message, Ready):
+            tail = self.log_tail()
+            self.kill()
+            raise WorkerError(f"the {self.device} worker did not start", hint=f"its log ends with:\n{tail}")
+        self.info = message.device
+        log.info("worker %s started on %s", message.pid, message.device.name)
+        return message.device
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.process.kill()
+            self.process.wait()
+        for fd in (self._to_child, self._from_child):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._to_child = self._from_child = -1
+
+    def close(self) -> None:
+        if self.alive():
+            try:
+                send(self._to_child, Shutdown())
+                self.process.wait(timeout=10)  # type: ignore[union-attr]
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def __enter__(self) -> "Worker":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_bytes()[-chars:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    # ------------------------------------------------------------------ requests
+    def _wait_message(self, timeout_s: float) -> object | None:
+        ready, _, _ = select.select([self._from_child], [], [], timeout_s)
+        if not ready:
+            return None
+        return receive(self._from_child)
+
+    def evaluate(self, request: EvaluateRequest) -> Evaluation:
+        """Evaluate ``request``; a dying or hanging worker becomes failures, never an exception."""
+        if not self.alive():
+            if self.process is not None:
+                self.restarts += 1
+            self.start()
+        assert self.info is not None
+        send(self._to_child, request)
+        last = Progress("start")
+        last_time = time.monotonic()
+        while True:
+            ready, _, _ = select.select([self._from_child], [], [], 0.25)
+            now = time.monotonic()
+            if ready:
+                message = receive(self._from_child)
+                if message is None:
+                    return self._death(request, last, Status.CRASH, self._exit_reason())
+                last_time = now
+                if isinstance(message, Progress):
+                    last = message
+                    continue
+                if isinstance(message, Done):
+                    if message.context_broken:
+                        self.kill()
+                    return message.evaluation
+                continue
+            if now - last_time > self.timeout_s:
+                self.kill()
+                return self._death(request, last, Status.TIMEOUT,
+                                   f"no progress for {self.timeout_s:.0f} s during "
+                                   f"{last.stage} of case {last.case_id}: killed")
+            if self.process is not None and _rss_bytes(self.process.pid) > self.memory_limit:
+                self.kill()
+                return self._death(request, last, Status.OOM,
+                                   f"host memory over {self.memory_limit / 2**30:.1f} GiB during "
+                                   f"{last.stage} of case {last.case_id}: killed")
+
+    def _exit_reason(self) -> str:
+        assert self.process is not None
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.returncode
+        self.kill()
+        if code is not None and code < 0:
+            return f"worker killed by signal {signal.Signals(-code).name}"
+        return f"worker exited with status {code}"
+
+    def _death(self, request: EvaluateRequest, last: Progress, status: Status, reason: str) -> Evaluation:
+        culprit = last.variant or request.variants[-1].name
+        detail = self.log_tail()
+        results = []
+        for v in request.variants:
+            if v.name == culprit:
+                failure = Failure(status, reason, detail, last.case_id)
+                results.append(VariantResult(v.name, v.hash, status, failure))
+            else:
+                failure = Failure(Status.SKIPPED, f"not evaluated: {culprit} {status.value} first")
+                results.append(VariantResult(v.name, v.hash, Status.SKIPPED, failure))
+        assert self.info is not None
+        return Evaluation(request.task.name, tuple(results), self.info, (reason,))

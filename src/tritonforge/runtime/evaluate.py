@@ -1,0 +1,207 @@
+"""The evaluation pipeline that runs inside the worker: import, run, verify, time.
+
+Every variant's failure is caught here and becomes data; only a broken CUDA context (a sticky
+error such as an illegal memory access) ends the worker, and the driver starts a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..model import (
+    Case, CaseRole, DeviceInfo, Evaluation, Failure, Status, Timing, Variant, VariantResult,
+)
+from .failures import classify_exception
+from .invoke import InvocationBuilder
+from .loader import import_source, install_support_modules
+from .protocol import EvaluateRequest, Progress
+from .timing import time_interleaved
+
+log = logging.getLogger(__name__)
+
+
+class _State:
+    """Mutable per-variant bookkeeping while a request is evaluated."""
+
+    def __init__(self, variant: Variant):
+        self.variant = variant
+        self.module: Any = None
+        self.failure: Failure | None = None
+        self.verdict = None
+        self.timings: list[Timing] = []
+        self.launches = 0
+        self.case_failures: list[Failure] = []
+        self.started = time.perf_counter()
+
+    def fail(self, failure: Failure, keep_going: bool) -> None:
+        """Record a failure; in keep-going mode only the case is lost, not the variant."""
+        if keep_going and failure.case_id is not None:
+            self.case_failures.append(failure)
+        else:
+            self.failure = failure
+
+    def case_ok(self, case_id: str) -> bool:
+        return all(f.case_id != case_id for f in self.case_failures)
+
+    def result(self) -> VariantResult:
+        if self.failure is not None:
+            status = self.failure.status
+        elif self.verdict is not None and not self.verdict.passed:
+            status = Status.CHEAT if self.verdict.cheats else Status.MISMATCH
+        elif self.case_failures:
+            status = self.case_failures[0].status
+        else:
+            status = Status.OK
+        return VariantResult(self.variant.name, self.variant.hash, status, self.failure,
+                             self.verdict, tuple(self.timings), self.launches,
+                             time.perf_counter() - self.started, tuple(self.case_failures))
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _selected_cases(request: EvaluateRequest) -> list[Case]:
+    if request.case_ids is None:
+        return list(request.task.cases)
+    wanted = set(request.case_ids)
+    return [c for c in request.task.cases if c.id in wanted]
+
+
+def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: Path,
+                     report: Callable[[Progress], None]) -> tuple[Evaluation, bool]:
+    """Run ``request``; return the evaluation and whether the CUDA context is broken."""
+    dev = "cpu" if device.interpreted else "cuda"
+    task = request.task
+    states = [_State(v) for v in request.variants]
+    broken = False
+    install_support_modules(module_dir / "support", task.support_modules)
+
+    for st in states:
+        report(Progress("import", st.variant.name))
+        try:
+            st.module = import_source(module_dir, f"{task.name}_{st.variant.name}", st.variant.source)
+        except BaseException as exc:  # noqa: BLE001 - a variant's import failure is data
+            st.failure, broken = classify_exception(exc, importing=True)
+    reference = states[0]
+    if reference.module is None:
+        return _finish(task, states, device, ["the reference failed to import"]), broken
+
+    builder = _builder(reference.module, dev, module_dir)
+    keep = request.keep_going
+    cases = _selected_cases(request)
+
+    def alive() -> list[_State]:
+        return [s for s in states if s.failure is None and s.module is not None]
+
+    # 1. run every case once per variant: does it run at all? (compile errors, crashes)
+    if request.run_cases:
+        for case in cases:
+            for st in alive():
+                report(Progress("run", st.variant.name, case.id))
+                seed = case.seeds[0]
+                try:
+                    inv = builder.build(st.module, case, seed)
+                    inv.call()
+                    _sync(dev)
+                except BaseException as exc:  # noqa: BLE001
+                    failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+                    st.fail(failure, keep)
+                    if broken:
+                        return _finish(task, states, device, []), True
+
+    # 2. verify each candidate against the reference
+    if request.verify and len(states) > 1 and reference.failure is None:
+        for st in [s for s in alive() if s is not reference]:
+            report(Progress("verify", st.variant.name))
+            try:
+                st.verdict = _verify(reference.module, st.module, task, cases, builder, dev)
+            except BaseException as exc:  # noqa: BLE001
+                st.failure, broken = classify_exception(exc)
+                if broken:
+                    return _finish(task, states, device, []), True
+
+    # 3. time the performance cases, every surviving variant interleaved on the same inputs
+    if request.time:
+        for case in (c for c in cases if c.role is CaseRole.PERFORMANCE):
+            timed = [s for s in alive() if (s.verdict is None or s.verdict.passed) and s.case_ok(case.id)]
+            if not timed:
+                break
+            seed = case.seeds[0]
+            fns = {}
+
+            def by_name_ok(name: str, timed: list[_State] = timed, cid: str = case.id) -> bool:
+                return any(s.variant.name == name and s.failure is None and s.case_ok(cid)
+                           for s in timed)
+
+            for st in timed:
+                try:
+                    fns[st.variant.name] = builder.build(st.module, case, seed).call
+                except BaseException as exc:  # noqa: BLE001
+                    failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+                    st.fail(failure, keep)
+                    if broken:
+                        return _finish(task, states, device, []), True
+            fns = {n: f for n, f in fns.items() if by_name_ok(n)}
+            if not fns:
+                continue
+            try:
+                samples, method = time_interleaved(
+                    fns, request.timing, dev,
+                    progress=lambda name, cid=case.id: report(Progress("time", name, cid)))
+            except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
+                failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+                culprit = _culprit(timed, fns, dev, failure)
+                culprit.fail(failure, keep)
+                if broken:
+                    return _finish(task, states, device, []), True
+                continue
+            by_name = {s.variant.name: s for s in timed}
+            for name, values in samples.items():
+                by_name[name].timings.append(Timing(case.id, name, method, tuple(values)))
+    return _finish(task, states, device, []), broken
+
+
+_BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}
+
+
+def _builder(reference: Any, dev: str, module_dir: Path) -> InvocationBuilder:
+    """One builder per reference module per worker: its input caches outlive a request."""
+    key = (reference.__name__, dev)
+    if key not in _BUILDERS:
+        if len(_BUILDERS) > 4:
+            _BUILDERS.clear()
+        _BUILDERS[key] = InvocationBuilder(reference, dev, module_dir)
+    return _BUILDERS[key]
+
+
+def _culprit(timed: list[_State], fns: dict[str, Callable[[], object]], dev: str,
+             failure: Failure) -> _State:
+    """Find which variant failed during interleaved timing by running each alone once."""
+    for st in timed:
+        fn = fns.get(st.variant.name)
+        if fn is None:
+            continue
+        try:
+            fn()
+            _sync(dev)
+        except BaseException:  # noqa: BLE001
+            return st
+    return timed[-1]
+
+
+def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
+            builder: InvocationBuilder, dev: str) -> Any:
+    from ..verify.differential import verify_against_reference
+
+    return verify_against_reference(ref_module, cand_module, task, cases, builder, dev)
+
+
+def _finish(task: Any, states: list[_State], device: DeviceInfo, notes: list[str]) -> Evaluation:
+    return Evaluation(task.name, tuple(s.result() for s in states), device, tuple(notes))

@@ -1,0 +1,189 @@
+"""Turn a case recipe into a ready-to-run call of one variant module (in the worker process).
+
+``InvocationBuilder.build(module, case, seed)`` gives an ``Invocation``: a zero-argument callable
+that runs the variant on freshly built inputs, plus the arguments it receives (so that in-place
+writes can be compared). Inputs depend only on (case, seed), never on the variant, so the original
+and a candidate always see identical values.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall
+from .inputs import build_args, clone_tree, seed_everything
+
+
+@dataclass
+class Invocation:
+    call: Callable[[], Any]
+    arguments: list[Any] = field(default_factory=list)
+
+
+class CaptureError(RuntimeError):
+    """The test section never made the requested call (or failed before it)."""
+
+
+class _Captured(BaseException):
+    """BaseException so that a test section's own ``except Exception`` cannot swallow it."""
+
+    def __init__(self, args: tuple, kwargs: dict):
+        super().__init__("captured")
+        self.args_ = args
+        self.kwargs_ = kwargs
+
+
+def _entry_callable(module: types.ModuleType, entry: str) -> Callable[..., Any]:
+    target = getattr(module, entry)
+    if isinstance(target, type) and hasattr(target, "apply"):
+        return target.apply          # torch.autograd.Function subclasses
+    return target
+
+
+class InvocationBuilder:
+    """Builds invocations for one task in one worker; caches what is expensive to rebuild.
+
+    ``reference`` is the original module: captured calls are recorded by running the test section
+    against it (the oracle), then replayed on any variant.
+    """
+
+    def __init__(self, reference: types.ModuleType, device: str, module_dir: Path):
+        self.reference = reference
+        self.device = device
+        self.module_dir = module_dir
+        self._captures: dict[tuple[str, int, int], tuple[tuple, dict]] = {}
+        self._perf_inputs: dict[tuple[int, int], list[Any]] = {}
+        self._perf_instances: dict[tuple[str, int], Any] = {}
+
+    # ------------------------------------------------------------------ public
+    def build(self, module: types.ModuleType, case: Case, seed: int) -> Invocation:
+        recipe = case.recipe
+        if isinstance(recipe, SpecCall):
+            return self._spec_call(module, recipe, seed)
+        if isinstance(recipe, PerfScriptCall):
+            return self._perf_call(module, recipe, seed)
+        if isinstance(recipe, TestSectionCall):
+            return self._test_section(module, recipe, seed)
+        if isinstance(recipe, CapturedCall):
+            return self._captured_call(module, recipe, seed)
+        raise TypeError(f"unknown recipe {type(recipe).__name__}")
+
+    # ------------------------------------------------------------------ recipes
+    def _spec_call(self, module: types.ModuleType, recipe: SpecCall, seed: int) -> Invocation:
+        gen = torch.Generator().manual_seed(seed)
+        args = build_args(tuple(recipe.args), gen, self.device)
+        kwargs = {k: build_args(v, gen, self.device) for k, v in recipe.kwargs}
+        fn = _entry_callable(module, recipe.entry)
+
+        def call() -> Any:
+            seed_everything(seed)
+            return fn(*args, **kwargs)
+
+        return Invocation(call, [*args, *kwargs.values()])
+
+    def _perf_instance(self, module: types.ModuleType, recipe: PerfScriptCall) -> Any:
+        key = (module.__name__, hash(recipe.script))
+        if key in self._perf_instances:
+            return self._perf_instances[key]
+        package = sys.modules.get("TritonBench_v1")
+        if package is None:
+            package = types.ModuleType("TritonBench_v1")
+            package.__path__ = []  # type: ignore[attr-defined]
+            sys.modules["TritonBench_v1"] = package
+        qualified = f"TritonBench_v1.{recipe.module_name}"
+        previous = sys.modules.get(qualified)
+        sys.modules[qualified] = module
+        setattr(package, recipe.module_name, module)
+        namespace: dict[str, Any] = {
+            "__name__": f"tf_perf_{module.__name__}",
+            "__file__": str(self.module_dir / "perf" / f"perf_{recipe.module_name}.py"),
+        }
+        try:
+            exec(compile(recipe.script, f"<perf script {recipe.module_name}>", "exec"), namespace)
+        finally:
+            if previous is not None:
+                sys.modules[qualified] = previous
+        instance = namespace["performance_metrics"]()
+        self._perf_instances[key] = instance
+        return instance
+
+    def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
+        instance = self._perf_instance(module, recipe)
+        key = (hash(recipe.script), seed)
+        if key not in self._perf_inputs:
+            self._perf_inputs.clear()        # one script's inputs at a time: they can be large
+            seed_everything(seed)
+            instance.get_input_tensors()
+            self._perf_inputs[key] = list(instance.input_tensors)
+            instance.input_tensors = []
+        cpu_inputs = self._perf_inputs[key][recipe.index]
+        inputs = instance.to_cuda(clone_tree(cpu_inputs)) if self.device != "cpu" else clone_tree(cpu_inputs)
+
+        def call() -> Any:
+            seed_everything(seed)
+            return instance.call_op(inputs)
+
+        return Invocation(call, [inputs])
+
+    def perf_case_count(self, recipe: PerfScriptCall, seed: int = 0) -> int:
+        self._perf_call(self.reference, recipe, seed)   # fills the input cache
+        return len(self._perf_inputs[(hash(recipe.script), seed)])
+
+    def _test_section(self, module: types.ModuleType, recipe: TestSectionCall, seed: int) -> Invocation:
+        code = compile(recipe.source, "<test section>", "exec")
+
+        def call() -> Any:
+            namespace = dict(module.__dict__)
+            seed_everything(seed)
+            exec(code, namespace)
+            return namespace.get(recipe.result_name)
+
+        return Invocation(call, [])
+
+    def capture(self, recipe: CapturedCall, seed: int) -> tuple[tuple, dict]:
+        key = (recipe.source, recipe.call_index, seed)
+        if key in self._captures:
+            return self._captures[key]
+        namespace = dict(self.reference.__dict__)
+        target = getattr(self.reference, recipe.entry)
+        is_class = isinstance(target, type) and hasattr(target, "apply")
+        inner = target.apply if is_class else target
+        seen = 0
+
+        def recorder(*args: Any, **kwargs: Any) -> Any:
+            nonlocal seen
+            if seen == recipe.call_index:
+                raise _Captured(clone_tree(args), clone_tree(kwargs))
+            seen += 1
+            return inner(*args, **kwargs)
+
+        if is_class:
+            namespace[recipe.entry] = types.SimpleNamespace(apply=recorder)
+        else:
+            namespace[recipe.entry] = recorder
+        seed_everything(seed)
+        try:
+            exec(compile(recipe.source, "<test section>", "exec"), namespace)
+        except _Captured as got:
+            self._captures[key] = (got.args_, got.kwargs_)
+            return self._captures[key]
+        raise CaptureError(
+            f"the test section made {seen} call(s) of {recipe.entry}, "
+            f"none with index {recipe.call_index}")
+
+    def _captured_call(self, module: types.ModuleType, recipe: CapturedCall, seed: int) -> Invocation:
+        args, kwargs = self.capture(recipe, seed)
+        args, kwargs = clone_tree(args), clone_tree(kwargs)
+        fn = _entry_callable(module, recipe.entry)
+
+        def call() -> Any:
+            seed_everything(seed)
+            return fn(*args, **kwargs)
+
+        return Invocation(call, [*args, *kwargs.values()])

@@ -1,0 +1,92 @@
+"""Messages between the driver and its worker process, framed as length-prefixed pickles.
+
+The worker talks over two pipes of its own (not stdout/stderr, which belong to the user's code and
+go to a log file), so a kernel that prints cannot corrupt the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+from dataclasses import dataclass
+
+from ..model import DeviceInfo, Evaluation, Task, Variant
+from .timing import TimingPlan
+
+_HEADER = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """Evaluate ``variants`` (the first is the reference) on ``task``'s cases.
+
+    ``case_ids`` narrows the cases (None: all). With ``verify`` each non-reference variant is
+    checked against the reference on every correctness case and seed; with ``time`` the
+    performance cases are timed, all variants interleaved.
+    """
+
+    task: Task
+    variants: tuple[Variant, ...]
+    case_ids: tuple[str, ...] | None = None
+    verify: bool = True
+    time: bool = True
+    timing: TimingPlan = TimingPlan()
+    run_cases: bool = True        # run every selected case once per variant (baseline checks)
+    keep_going: bool = False      # record a failing case and go on with the others (baselines)
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+@dataclass(frozen=True)
+class Ready:
+    device: DeviceInfo
+    pid: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str                    # import | run | verify | time
+    variant: str | None = None
+    case_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Done:
+    evaluation: Evaluation
+    context_broken: bool = False  # a sticky CUDA error: the worker exits after this message
+
+
+def send(fd: int, message: object) -> None:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _HEADER.pack(len(payload)) + payload
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int) -> object | None:
+    """Read one message; None on end of file (the other side is gone)."""
+    header = _read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    payload = _read_exact(fd, length)
+    if payload is None:
+        return None
+    return pickle.loads(payload)

@@ -1,0 +1,130 @@
+"""The driver-side facade over the worker: pick the device, evaluate, remember every result.
+
+``Evaluator.evaluate`` is what every higher part calls. Results are written to the run store
+under a key made of everything that changes them (task, variants, cases, what was asked, timing
+plan, device), so a run that is killed and started again finds what it already did.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import EnvironmentProblem
+from ..model import (
+    Evaluation, Failure, Status, Task, Variant, VariantResult, content_hash,
+)
+from ..model.serialize import dumps
+from ..store import RunStore
+from .client import Worker, cuda_available
+from .protocol import EvaluateRequest
+from .timing import TimingPlan
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(setting: str) -> str:
+    """'auto' -> 'cuda' when a GPU is visible, else 'cpu' (the Triton interpreter)."""
+    if setting == "cpu":
+        return "cpu"
+    has_gpu = cuda_available()
+    if setting == "cuda" and not has_gpu:
+        raise EnvironmentProblem("--device cuda was asked for, but no CUDA GPU is visible",
+                                 hint="use --device cpu to run through Triton's interpreter")
+    return "cuda" if has_gpu else "cpu"
+
+
+def timing_plan(settings: Settings) -> TimingPlan:
+    return TimingPlan(rounds=settings.timing_rounds, round_ms=settings.timing_round_ms,
+                      warmup_ms=settings.timing_warmup_ms, flush_l2=settings.flush_l2,
+                      cuda_graph=settings.cuda_graph)
+
+
+def original_variant(task: Task) -> Variant:
+    return Variant("original", task.source, task.source_hash)
+
+
+class Evaluator:
+    """Owns one worker and the store; evaluates (reference, candidates...) requests."""
+
+    def __init__(self, settings: Settings, run_dir: str | Path, store: RunStore | None = None,
+                 device: str | None = None):
+        self.settings = settings
+        self.run_dir = Path(run_dir)
+        self.store = store
+        self.device = device or resolve_device(settings.device)
+        self.worker = Worker(self.device, self.run_dir / "worker",
+                             timeout_s=settings.case_timeout_s,
+                             host_memory_limit_gb=settings.host_memory_limit_gb)
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request_key(self, request: EvaluateRequest, purpose: str) -> str:
+        parts = [purpose, self.device, request.task.source_hash, dumps(request.task.cases),
+                 ",".join(v.hash for v in request.variants), str(request.case_ids),
+                 str((request.verify, request.time, request.run_cases, request.keep_going)),
+                 dumps(request.timing)]
+        return content_hash("|".join(parts))
+
+    def evaluate(self, task: Task, variants: tuple[Variant, ...], *, purpose: str,
+                 case_ids: tuple[str, ...] | None = None, verify: bool = True,
+                 time: bool = True, keep_going: bool = False, run_cases: bool = True,
+                 plan: TimingPlan | None = None, use_store: bool = True) -> Evaluation:
+        request = EvaluateRequest(task, variants, case_ids, verify, time,
+                                  plan or timing_plan(self.settings), run_cases, keep_going)
+        key = self.request_key(request, purpose)
+        if use_store and self.store is not None:
+            cached = self.store.get_evaluation(key)
+            if cached is not None:
+                log.info("reusing stored evaluation %s (%s)", key, purpose)
+                return cached
+        rejected = self._policy_rejections(variants[1:])
+        if rejected:
+            request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
+                                      case_ids, verify, time, request.timing, run_cases, keep_going)
+        evaluation = self.worker.evaluate(request) if request.variants else None
+        evaluation = self._merge_rejections(task, variants, evaluation, rejected)
+        if self.store is not None:
+            self.store.put_evaluation(key, purpose, evaluation)
+        return evaluation
+
+    # ------------------------------------------------------------------ static policy
+    def _policy_rejections(self, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
+        """Candidates the static source policy refuses are never imported."""
+        if not candidates:
+            return {}
+        from ..verify.policy import check_source
+
+        rejected = {}
+        for v in candidates:
+            result = check_source(v.source)
+            if not result.ok:
+                rejected[v.name] = Failure(Status.POLICY_REJECTED, "; ".join(result.reasons)[:500],
+                                           "\n".join(result.reasons))
+        return rejected
+
+    def _merge_rejections(self, task: Task, variants: tuple[Variant, ...],
+                          evaluation: Evaluation | None, rejected: dict[str, Failure]) -> Evaluation:
+        if not rejected and evaluation is not None:
+            return evaluation
+        by_name = {r.variant: r for r in evaluation.results} if evaluation else {}
+        results = []
+        for v in variants:
+            if v.name in rejected:
+                results.append(VariantResult(v.name, v.hash, Status.POLICY_REJECTED, rejected[v.name]))
+            else:
+                results.append(by_name[v.name])
+        device = evaluation.device if evaluation else self.worker.info
+        assert device is not None or evaluation is None
+        from ..model import DeviceInfo
+        return Evaluation(task.name, tuple(results),
+                          device or DeviceInfo("not started", self.device == "cpu"),
+                          evaluation.notes if evaluation else ())

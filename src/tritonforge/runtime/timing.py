@@ -1,0 +1,159 @@
+"""Honest timing: L2 flushed, warmed up, CUDA events, variants interleaved, every sample kept.
+
+BENCHMARK.md: the original and the candidate are measured in the same process, interleaved, on
+the same inputs; the statistic is a median; noise must be shown beside every speedup. Here each
+round times every variant back to back (rotating who goes first), so slow drifts of clock or
+temperature hit all variants alike.
+
+On the CPU interpreter the same loop runs with a wall clock and the samples are marked
+``TimingMethod.INTERPRETER``: they are never reported as performance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..model import TimingMethod
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024   # larger than any current GPU's L2 (H100 50 MB, H200 60 MB)
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    rounds: int = 10
+    round_ms: float = 25.0        # target time per variant per round
+    warmup_ms: float = 25.0
+    flush_l2: bool = True
+    cuda_graph: bool = False
+    max_calls_per_round: int = 200
+
+
+class _Flusher:
+    def __init__(self, enabled: bool):
+        self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if enabled else None
+
+    def __call__(self) -> None:
+        if self.buffer is not None:
+            self.buffer.zero_()
+
+
+def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) -> float:
+    """Warm up ``fn`` (compilation, autotuning, caches) and estimate one call's time in ms."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(3):
+        flush()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    per_call = max(start.elapsed_time(end) / 3, 1e-3)
+    extra = int(min(max(warmup_ms / per_call, 0), 1000))
+    for _ in range(extra):
+        flush()
+        fn()
+    torch.cuda.synchronize()
+    return per_call
+
+
+def _time_events(fn: Callable[[], object], calls: int, flush: _Flusher) -> list[float]:
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    for i in range(calls):
+        flush()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _capture_graph(fn: Callable[[], object], calls: int, flush: _Flusher) -> tuple[object, object]:
+    """Capture ``calls`` (flush, fn) pairs and ``calls`` flushes alone, to subtract the flush."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()   # warm the capture stream
+    torch.cuda.current_stream().wait_stream(stream)
+    work, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(work):
+        for _ in range(calls):
+            flush()
+            fn()
+    with torch.cuda.graph(flushes):
+        for _ in range(calls):
+            flush()
+    return work, flushes
+
+
+def _time_graph(graphs: tuple[object, object], calls: int) -> float:
+    work, flushes = graphs
+    times = []
+    for graph in (work, flushes):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()  # type: ignore[attr-defined]
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return max(times[0] - times[1], 0.0) / calls
+
+
+def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan,
+                          progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
+    """Time every variant in ``fns`` in interleaved rounds; return all samples (ms) per variant."""
+    flush = _Flusher(plan.flush_l2)
+    names = list(fns)
+    estimates = {}
+    for name in names:
+        if progress:
+            progress(name)
+        estimates[name] = _estimate_ms(fns[name], flush, plan.warmup_ms)
+    calls = {n: max(1, min(plan.max_calls_per_round, int(plan.round_ms / estimates[n]))) for n in names}
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    method = TimingMethod.CUDA_EVENTS
+    graphs = {}
+    if plan.cuda_graph:
+        try:
+            graphs = {n: _capture_graph(fns[n], calls[n], flush) for n in names}
+            method = TimingMethod.CUDA_GRAPH
+        except Exception:   # capture is not possible for every kernel (host syncs, allocations)
+            graphs = {}
+    for r in range(plan.rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            if graphs:
+                samples[name].append(_time_graph(graphs[name], calls[name]))
+            else:
+                samples[name].extend(_time_events(fns[name], calls[name], flush))
+    return samples, method
+
+
+def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,
+                         progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
+    """Wall-clock stand-in for the interpreter: a few rounds, marked as not performance."""
+    names = list(fns)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for name in names:
+        if progress:
+            progress(name)
+        fns[name]()   # warm-up
+    for r in range(max(1, min(plan.rounds, 3))):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            t0 = time.perf_counter()
+            fns[name]()
+            samples[name].append((time.perf_counter() - t0) * 1e3)
+    return samples, TimingMethod.INTERPRETER
+
+
+def time_interleaved(fns: dict[str, Callable[[], object]], plan: TimingPlan, device: str,
+                     progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
+    if device == "cuda":
+        return time_interleaved_cuda(fns, plan, progress)
+    return time_interleaved_cpu(fns, plan, progress)

@@ -1,0 +1,53 @@
+"""The worker process: owns one device, evaluates requests until told to stop or its context breaks.
+
+Started by ``runtime.client.Worker`` as ``python -m tritonforge.runtime.worker_main IN OUT DIR``.
+IN and OUT are inherited pipe descriptors carrying ``protocol`` messages; the process's own
+stdout and stderr go to a log file, so user code may print freely. The device choice comes from
+the environment: ``TRITON_INTERPRET=1`` means CPU through Triton's interpreter, set by the driver
+before this process imports triton.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def _device_info():
+    import torch
+    import triton
+
+    from ..model import DeviceInfo
+
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available()
+    if interpreted:
+        return DeviceInfo("cpu (triton interpreter)", True, torch.__version__, triton.__version__)
+    props = torch.cuda.get_device_properties(0)
+    return DeviceInfo(props.name, False, torch.__version__, triton.__version__,
+                      f"{props.major}.{props.minor}", props.multi_processor_count)
+
+
+def main(argv: list[str]) -> int:
+    fd_in, fd_out, module_dir = int(argv[0]), int(argv[1]), Path(argv[2])
+    from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
+    from .evaluate import evaluate_request
+
+    device = _device_info()
+    send(fd_out, Ready(device, os.getpid()))
+    while True:
+        message = receive(fd_in)
+        if message is None or isinstance(message, Shutdown):
+            return 0
+        if not isinstance(message, EvaluateRequest):
+            print(f"worker: ignoring unknown message {type(message).__name__}", file=sys.stderr)
+            continue
+        evaluation, broken = evaluate_request(message, device, module_dir,
+                                              lambda p: send(fd_out, p))
+        send(fd_out, Done(evaluation, broken))
+        if broken:
+            return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
