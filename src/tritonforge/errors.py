@@ -12,7 +12,8 @@ to fix it. The CLI maps each class to an exit code (see ``cli.EXIT_CODES``).
     ├── ConfigError                a setting with a bad value: exit 2
     ├── EnvironmentProblem         a missing tool or device (ncu, GPU, libcst): exit 3
     ├── WorkerError                the isolated worker could not be started or talked to: exit 4
-    └── StoreError                 the run store is unreadable or from another run: exit 5
+    ├── StoreError                 the run store is unreadable or from another run: exit 5
+    └── TransformError             a source transform that cannot rewrite this source: exit 1
 
 Failures of a *candidate* kernel (compile errors, crashes, hangs, mismatches) are not exceptions
 at this level: they are data (``model.Failure``) recorded in the store, and the run goes on.
@@ -82,3 +83,10 @@ class StoreError(TritonForgeError):
     """The run store cannot be opened, or belongs to a different run."""
 
     exit_code = 5
+
+
+class TransformError(TritonForgeError):
+    """A source-to-source transform that does not apply to the given source (the reason says why).
+
+    Raised by ``transforms.<name>.apply``; proposers catch it and skip the candidate.
+    """

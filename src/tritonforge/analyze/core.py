@@ -1,0 +1,92 @@
+"""``analyze_source``: kernels, launch sites and entry candidates of one source file."""
+
+from __future__ import annotations
+
+import ast
+import logging
+
+from ..errors import SourceFileError
+from ..model import content_hash
+from ._astutil import SourceText
+from .kernels import analyze_kernel, is_kernel_def
+from .launches import build_scope, find_launches
+from .model import KernelInfo, SourceAnalysis
+
+log = logging.getLogger(__name__)
+
+
+def _kernel_defs(tree: ast.Module) -> list[tuple[ast.FunctionDef, bool]]:
+    """Every kernel definition with whether it is nested in a function or class, in source order."""
+    out: list[tuple[ast.FunctionDef, bool]] = []
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if is_kernel_def(child):
+                out.append((child, nested))
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, True)
+            else:
+                visit(child, nested)
+
+    visit(tree, False)
+    out.sort(key=lambda x: x[0].lineno)
+    return out
+
+
+def _entry_candidates(tree: ast.Module, launching: set[str], kernels: set[str]) -> tuple[str, ...]:
+    """Top-level functions and classes that launch a kernel, directly or through each other."""
+    tops = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.ClassDef)) and n.name not in kernels]
+    calls: dict[str, set[str]] = {}
+    for node in tops:
+        calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    reach = {name for name in calls if name in launching}
+    changed = True
+    while changed:
+        changed = False
+        for name, used in calls.items():
+            if name not in reach and used & reach:
+                reach.add(name)
+                changed = True
+    return tuple(n.name for n in tops if n.name in reach and not n.name.startswith("test"))
+
+
+def analyze_source(source: str, filename: str = "<source>") -> SourceAnalysis:
+    """Statically analyze a kernel file; raise SourceFileError when it is not valid Python.
+
+    A file with no kernel is not an error here (the analysis just lists none): callers that need
+    one, like ``tasks.source.summarize_source``, say so themselves.
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise SourceFileError(
+            f"syntax error: {exc.msg}",
+            location=f"{filename}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else ""),
+            hint="fix the Python syntax; TritonForge imports the file as a module",
+        ) from None
+    text = SourceText(source)
+    module_scope = build_scope(None, tree.body)
+    module_assigns = {name: entries[-1][1] for name, entries in module_scope.assigns.items()
+                      if entries[-1][1] is not None}
+    kernels: list[KernelInfo] = []
+    for fn, nested in _kernel_defs(tree):
+        kernels.append(analyze_kernel(fn, text, module_assigns, nested=nested))
+    by_name: dict[str, KernelInfo] = {}
+    notes = []
+    for k in kernels:
+        if k.name in by_name:
+            notes.append(f"kernel {k.name!r} is defined more than once; launches bind to the first")
+        by_name.setdefault(k.name, k)
+    sites = find_launches(tree, text, by_name, module_scope)
+    launching = {s.function.split(".")[0] for s in sites if s.function}
+    entries = _entry_candidates(tree, launching, set(by_name))
+    functions = tuple(n.name for n in tree.body
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and n.name not in by_name)
+    classes = tuple(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    if kernels and not sites:
+        notes.append("no kernel[grid](...) launch found in this file")
+    log.debug("analyzed %s: %d kernels, %d launch sites", filename, len(kernels), len(sites))
+    return SourceAnalysis(content_hash(source), tuple(kernels), sites, entries, functions, classes,
+                          tuple(notes))
