@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--names", help="comma-separated record names (default: all)")
     base.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     base.add_argument("--out", help="write the summary JSON here")
+    base.add_argument("--jobs", type=int, default=1,
+                      help="workers side by side for the untimed runnable check (timing is alone)")
     _common(base)
     selfc = bsub.add_parser("selfcheck", help="time the original against itself (noise floor)")
     selfc.add_argument("--names", help="comma-separated record names")

@@ -10,7 +10,9 @@ JSON (``model.serialize``) for exact reconstruction.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -53,14 +55,25 @@ CREATE TABLE IF NOT EXISTS records (
 """
 
 
+def _locked(method):
+    """Serialize a method on the store's lock: one connection is shared by the driver's threads."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 class RunStore:
-    """A SQLite run store. Use as a context manager or call ``close()``."""
+    """A SQLite run store, safe to share between threads. Use as a context manager."""
 
     def __init__(self, path: str | Path):
+        self._lock = threading.RLock()
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
+                                      check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
@@ -84,34 +97,41 @@ class RunStore:
         self.close()
 
     # ------------------------------------------------------------------ meta
+    @_locked
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
+    @_locked
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------ tasks and candidates
+    @_locked
     def put_task(self, task: Task) -> None:
         self.db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
                         (task.name, task.origin, task.source_hash, dumps(task), time.time()))
 
+    @_locked
     def get_task(self, name: str) -> Task | None:
         row = self.db.execute("SELECT body FROM tasks WHERE name=?", (name,)).fetchone()
         return loads(row[0]) if row else None
 
+    @_locked
     def put_candidate(self, task: str, candidate: Candidate) -> None:
         self.db.execute(
             "INSERT OR IGNORE INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?)",
             (task, candidate.hash, candidate.origin, candidate.parent, candidate.description,
              candidate.source, time.time()))
 
+    @_locked
     def candidates(self, task: str) -> list[Candidate]:
         rows = self.db.execute("SELECT source, origin, parent, description FROM candidates "
                                "WHERE task=? ORDER BY created", (task,)).fetchall()
         return [Candidate(r[0], r[1], r[2], r[3]) for r in rows]
 
     # ------------------------------------------------------------------ evaluations
+    @_locked
     def put_evaluation(self, key: str, purpose: str, evaluation: Evaluation) -> None:
         with self.db:  # one transaction: an evaluation is all there or not at all
             self.db.execute("BEGIN")
@@ -131,6 +151,7 @@ class RunStore:
                                     (eid, t.variant, t.case_id, t.method.value, t.median_ms,
                                      dumps(t.samples_ms)))
 
+    @_locked
     def get_evaluation(self, key: str) -> Evaluation | None:
         row = self.db.execute("SELECT body FROM evaluations WHERE key=?", (key,)).fetchone()
         return loads(row[0]) if row else None
@@ -147,6 +168,7 @@ class RunStore:
             yield key, loads(body)
 
     # ------------------------------------------------------------------ decisions and profiles
+    @_locked
     def put_decision(self, task: str, round_: int, decision: Decision) -> None:
         self.db.execute(
             "INSERT INTO decisions (task, round, candidate, accepted, speedup, reason, body, created)"
@@ -154,32 +176,38 @@ class RunStore:
             (task, round_, decision.candidate, int(decision.accepted), decision.speedup,
              decision.reason, dumps(decision), time.time()))
 
+    @_locked
     def decisions(self, task: str) -> list[tuple[int, Decision]]:
         rows = self.db.execute("SELECT round, body FROM decisions WHERE task=? ORDER BY id",
                                (task,)).fetchall()
         return [(r[0], loads(r[1])) for r in rows]
 
+    @_locked
     def put_profile(self, task: str, candidate: str, profile: Profile) -> None:
         self.db.execute("INSERT INTO profiles (task, candidate, case_id, body, created) "
                         "VALUES (?, ?, ?, ?, ?)",
                         (task, candidate, profile.case_id, dumps(profile), time.time()))
 
+    @_locked
     def latest_profile(self, task: str, candidate: str) -> Profile | None:
         row = self.db.execute("SELECT body FROM profiles WHERE task=? AND candidate=? "
                               "ORDER BY id DESC LIMIT 1", (task, candidate)).fetchone()
         return loads(row[0]) if row else None
 
     # ------------------------------------------------------------------ free-form records
+    @_locked
     def put_record(self, kind: str, key: str, value: Any) -> None:
         """Any model object (or JSON-able value) under (kind, key): summaries, LLM usage, ..."""
         self.db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
                         (kind, key, dumps(value), time.time()))
 
+    @_locked
     def get_record(self, kind: str, key: str) -> Any | None:
         row = self.db.execute("SELECT body FROM records WHERE kind=? AND key=?",
                               (kind, key)).fetchone()
         return loads(row[0]) if row else None
 
+    @_locked
     def records(self, kind: str) -> list[tuple[str, Any]]:
         rows = self.db.execute("SELECT key, body FROM records WHERE kind=? ORDER BY created",
                                (kind,)).fetchall()

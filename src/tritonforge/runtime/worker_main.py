@@ -34,6 +34,10 @@ def main(argv: list[str]) -> int:
     from .evaluate import evaluate_request
 
     device = _device_info()
+    if device.interpreted:
+        from . import cpu_shim
+
+        cpu_shim.install()
     send(fd_out, Ready(device, os.getpid()))
     while True:
         message = receive(fd_in)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Every GPU session runs its steps through this script, so that they run the same way each time.
+#
+#   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
+#
+# Steps: env | tests | baseline | selfcheck | profile | optimize
+# Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
+# the script packs the stores into $OUT/gpu-store.tgz at the end; unpack that here into the repo
+# root and name .gpu-store in the next call's carry to go on where it stopped.
+#   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
+#   JOBS         workers side by side for untimed runs (default 6)
+#   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
+set -u
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+OUT="${OUT:-/tmp/tf-out}"; mkdir -p "$OUT" .gpu-store
+DEADLINE_S="${DEADLINE_S:-540}"
+JOBS="${JOBS:-6}"
+left() { echo $(( DEADLINE_S - SECONDS - 30 )); }
+log() { echo "== [$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
+
+for step in "$@"; do
+  if [ "$(left)" -le 20 ]; then log "no time left for $step"; break; fi
+  case "$step" in
+    env)
+      log env
+      nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+      python3 -c 'import torch, triton, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))'
+      (ncu --version 2>/dev/null | tail -1) || echo "ncu: not found"
+      ls -d /opt/nvidia/nsight-compute/*/extras/python 2>/dev/null || true
+      ;;
+    tests)
+      log "gpu tests"
+      timeout "$(left)" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      ;;
+    baseline)
+      log "baseline sweep (budget $(( $(left) - 60 )) s)"
+      timeout "$(left)" python3 -m tritonforge bench baseline --device cuda --run-dir .gpu-store/baseline \
+        --jobs "$JOBS" --budget "$(( $(left) - 60 ))" --out "$OUT/baseline.json" 2>&1 | tail -60
+      ;;
+    selfcheck)
+      log "selfcheck"
+      timeout "$(left)" python3 -m tritonforge bench selfcheck --device cuda --run-dir .gpu-store/selfcheck \
+        --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
+        --out "$OUT/selfcheck.json" 2>&1 | tail -60
+      ;;
+    profile)
+      log "profile"
+      timeout "$(left)" bash scripts/gpu_profile_fixtures.sh "$OUT" 2>&1 | tail -40
+      ;;
+    optimize)
+      log "optimize"
+      timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
+        --budget "$(( $(left) - 60 ))" --out "$OUT/optimize.json" 2>&1 | tail -60
+      ;;
+    *) log "unknown step $step";;
+  esac
+done
+log "packing stores"
+tar czf "$OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' .gpu-store 2>/dev/null
+ls -la "$OUT"

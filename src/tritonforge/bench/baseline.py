@@ -1,0 +1,171 @@
+"""Baseline sweep over TritonBench-G: which records are runnable, and their time per case.
+
+Runnable (BENCHMARK.md): the original's test section runs without error, and its performance
+script runs at one or more sizes. Each record's outcome is written to the run store as soon as it
+is known; a sweep stopped by its time budget (or killed) resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..model import CaseRole, Task
+from ..runtime.service import Evaluator, original_variant
+from ..runtime.timing import TimingPlan
+from ..store import RunStore
+
+log = logging.getLogger(__name__)
+
+BASELINE_PLAN = TimingPlan(rounds=5, round_ms=10.0, warmup_ms=10.0, max_calls_per_round=40)
+
+
+@dataclass(frozen=True)
+class CaseBaseline:
+    case_id: str
+    ok: bool
+    median_ms: float | None = None
+    spread: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineRecord:
+    name: str
+    origin: str
+    runnable: bool
+    test_ok: bool
+    test_error: str
+    cases: tuple[CaseBaseline, ...]
+    wall_s: float
+    device: str
+
+    @property
+    def perf_ok(self) -> int:
+        return sum(c.ok for c in self.cases)
+
+
+def check_runnable(task: Task, evaluator: Evaluator, max_restarts: int = 4) -> RunCheck:
+    """Phase 1 (parallel-safe): run the test section and every performance case once, untimed.
+
+    Retries the cases after a crash or hang (a sticky CUDA error ends the worker).
+    """
+    start = time.perf_counter()
+    original = original_variant(task)
+    test_ok, test_error = True, ""
+    tests = [c.id for c in task.cases if c.role is CaseRole.CORRECTNESS]
+    if tests:
+        ev = evaluator.evaluate(task, (original,), purpose="baseline-test", case_ids=tuple(tests),
+                                verify=False, time=False, keep_going=True)
+        r = ev.results[0]
+        failure = r.failure or (r.case_failures[0] if r.case_failures else None)
+        test_ok, test_error = failure is None, failure.one_line() if failure else ""
+    remaining = [c.id for c in task.performance_cases]
+    failed: dict[str, str] = {}
+    for _ in range(max_restarts + 1):
+        if not remaining:
+            break
+        ev = evaluator.evaluate(task, (original,), purpose="baseline-run",
+                                case_ids=tuple(remaining), verify=False, time=False,
+                                keep_going=True)
+        r = ev.results[0]
+        for f in r.case_failures:
+            failed[f.case_id] = f.one_line()
+        if r.failure is None:
+            break
+        culprit = r.failure.case_id or remaining[0]
+        failed[culprit] = r.failure.one_line()
+        # the worker died at ``culprit``: the cases before it ran; retry the ones after it
+        remaining = remaining[remaining.index(culprit) + 1:] if culprit in remaining else []
+    ok = tuple(c.id for c in task.performance_cases if c.id not in failed)
+    return RunCheck(task.name, test_ok, test_error, ok, tuple(sorted(failed.items())),
+                    time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    name: str
+    test_ok: bool
+    test_error: str
+    perf_ok: tuple[str, ...]
+    perf_failed: tuple[tuple[str, str], ...]
+    wall_s: float
+
+
+def time_baseline(task: Task, check: RunCheck, evaluator: Evaluator) -> BaselineRecord:
+    """Phase 2 (one at a time on the GPU): time the performance cases that ran."""
+    start = time.perf_counter()
+    timings: dict[str, CaseBaseline] = {}
+    if check.perf_ok:
+        ev = evaluator.evaluate(task, (original_variant(task),), purpose="baseline-time",
+                                case_ids=check.perf_ok, verify=False, time=True,
+                                keep_going=True, run_cases=False, plan=BASELINE_PLAN)
+        r = ev.results[0]
+        for t in r.timings:
+            timings[t.case_id] = CaseBaseline(t.case_id, True, t.median_ms, t.spread)
+        for f in r.case_failures:
+            timings[f.case_id] = CaseBaseline(f.case_id, False, error=f.one_line())
+    failed = dict(check.perf_failed)
+    cases = tuple(timings.get(c.id, CaseBaseline(c.id, False, error=failed.get(c.id, "not timed")))
+                  for c in task.performance_cases)
+    runnable = check.test_ok and any(c.ok for c in cases)
+    return BaselineRecord(task.name, task.origin, runnable, check.test_ok, check.test_error,
+                          cases, check.wall_s + time.perf_counter() - start, evaluator.device)
+
+
+def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], store: RunStore, *,
+                 jobs: int = 1, budget_s: float | None = None,
+                 progress: Callable[[str], None] = lambda s: None) -> tuple[list[BaselineRecord], list[str]]:
+    """Baseline every task not already in the store, in two phases; stop at the budget.
+
+    Phase 1 runs ``jobs`` workers side by side (compilation is CPU-bound and fills Triton's
+    cache); phase 2 times one task at a time, alone on the GPU. Returns (records, names left).
+    """
+    start = time.perf_counter()
+
+    def over() -> bool:
+        return budget_s is not None and time.perf_counter() - start > budget_s
+
+    todo = [t for t in tasks if store.get_record("baseline", t.name) is None]
+    need_check = [t for t in todo if store.get_record("baseline-run", t.name) is None]
+    lock = threading.Lock()
+    evaluators = [make_evaluator(i) for i in range(max(1, jobs))]
+    try:
+        queue = list(need_check)
+
+        def work(evaluator: Evaluator) -> None:
+            while True:
+                with lock:
+                    if not queue or over():
+                        return
+                    task = queue.pop(0)
+                check = check_runnable(task, evaluator)
+                with lock:
+                    store.put_task(task)
+                    store.put_record("baseline-run", task.name, check)
+                    progress(f"ran {task.name}: test {'ok' if check.test_ok else 'FAILED'}, "
+                             f"{len(check.perf_ok)}/{len(task.performance_cases)} perf cases ran "
+                             f"({check.wall_s:.1f} s)")
+
+        threads = [threading.Thread(target=work, args=(e,)) for e in evaluators]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for task in todo:
+            check = store.get_record("baseline-run", task.name)
+            if check is None or over():
+                continue
+            rec = time_baseline(task, check, evaluators[0])
+            store.put_record("baseline", task.name, rec)
+            progress(f"timed {task.name}: {'runnable' if rec.runnable else 'NOT runnable'} "
+                     f"({rec.perf_ok}/{len(rec.cases)} perf cases)")
+    finally:
+        for e in evaluators:
+            e.close()
+    records = [r for r in (store.get_record("baseline", t.name) for t in tasks) if r is not None]
+    left = [t.name for t in tasks if store.get_record("baseline", t.name) is None]
+    return records, left
