@@ -64,9 +64,17 @@ class PromptSet:
 
     def render(self, name: str, **values: object) -> str:
         text = self._env.get_template(name).render(**values)
-        # Collapse runs of blank lines left by optional sections.
-        lines, blank = [], 0
+        # Collapse runs of blank lines left by optional sections, but never inside a fenced
+        # block: the kernel source must reach the model exactly as it is.
+        lines: list[str] = []
+        blank, fenced = 0, False
         for line in text.splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            if fenced:
+                lines.append(line)
+                blank = 0
+                continue
             blank = blank + 1 if not line.strip() else 0
             if blank <= 1:
                 lines.append(line.rstrip())

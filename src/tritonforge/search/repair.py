@@ -1,0 +1,297 @@
+"""Fault-aware repair: send a failed candidate back until it works or the attempts run out.
+
+A candidate that fails to compile, crashes or computes the wrong thing is not dropped at once.
+``repair_candidate`` tries, for each attempt, first the *rule repairs* that match the error (cheap,
+no model: resource limits are the commonest failure of faster variants and have mechanical
+fixes), then each proposer's ``repair()`` in order (the LLM, when configured). Every fix is
+evaluated by the caller's ``evaluate`` (the loop's worker in production, a stub in tests); the
+next attempt starts from the latest fix and its error, so the feedback accumulates.
+
+Rule repairs edit literals in the source text, located with ``ast`` so that only the literal
+changes and the user's formatting stays (the libcst transform library in ``transforms/`` was not
+there when this was written; these edits need only positions, which ``ast`` gives):
+
+    shared memory exceeded (OutOfResources)  -> fewer-stages, then smaller-tiles
+    too many registers / resources for launch -> fewer-warps, then smaller-tiles
+    "arange's range must be a power of 2"    -> pow2-blocks
+    tl.dot shapes "must be >= 16"            -> dot-min-16
+
+Literals edited: ``num_stages=`` / ``num_warps=`` keywords (launches, ``triton.Config``),
+block-size names (BLOCK*, *_BLOCK*, TILE*, BM/BN/BK) as keywords, ``triton.Config`` dict entries,
+assignments and function defaults.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..errors import ConfigError, StoreError
+from ..model import Candidate, ProposalContext, RepairRequest, Status
+from .proposer import Proposer
+
+log = logging.getLogger(__name__)
+
+Evaluate = Callable[[Candidate], "tuple[Status, str]"]
+
+_SHARED = re.compile(r"out of resource: shared memory|OutOfResources.*shared|shared memory.*"
+                     r"(exceed|Required)|Required: \d+, Hardware limit|too much shared data",
+                     re.IGNORECASE)
+_REGISTERS = re.compile(r"too many resources requested for launch|out of resource: "
+                        r"(registers|threads)|LAUNCH_OUT_OF_RESOURCES|too many registers|"
+                        r"uses too much register", re.IGNORECASE)
+_POW2 = re.compile(r"must be a power of 2|power of two", re.IGNORECASE)
+_DOT16 = re.compile(r"must be >= 16", re.IGNORECASE)
+_NO_RULES = {Status.MISMATCH, Status.CHEAT, Status.POLICY_REJECTED, Status.OK}
+
+
+# ----------------------------------------------------------------------------- literal edits
+
+@dataclass(frozen=True)
+class Literal:
+    """An int literal the rules may change: what it sets, where it is, and its container."""
+
+    kind: str            # "num_warps" | "num_stages" | "block"
+    name: str
+    value: int
+    span: tuple[int, int, int, int]    # lineno, col, end_lineno, end_col (UTF-8 byte columns)
+    container: int       # id of the enclosing dict / call / function / module
+
+
+def is_block_name(name: str) -> bool:
+    return name.isupper() and ("BLOCK" in name or name.startswith("TILE")
+                               or name in ("BM", "BN", "BK"))
+
+
+def _int_const(node: ast.AST | None) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _kind(name: str) -> str | None:
+    if name in ("num_warps", "num_stages"):
+        return name
+    return "block" if is_block_name(name) else None
+
+
+def find_literals(source: str) -> list[Literal]:
+    """Every editable int literal of ``source`` (empty when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[Literal] = []
+
+    def add(name: str, value_node: ast.AST | None, container: ast.AST) -> None:
+        kind, value = _kind(name), _int_const(value_node)
+        if kind is None or value is None:
+            return
+        n = value_node
+        found.append(Literal(kind, name, value,
+                             (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset),
+                             id(container)))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg:
+                    add(kw.arg, kw.value, node)
+        elif isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    add(k.value, v, node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            add(node.targets[0].id, node.value, tree)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            add(node.target.id, node.value, tree)
+        elif isinstance(node, ast.FunctionDef):
+            a = node.args
+            positional = a.posonlyargs + a.args
+            for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+                add(arg.arg, default, node)
+            for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+                add(arg.arg, default, node)
+    return found
+
+
+def apply_edits(source: str, edits: Sequence[tuple[Literal, int]]) -> str:
+    """Replace each literal's text by its new value; positions are in UTF-8 bytes per line."""
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = []
+    for lit, new in edits:
+        ln, col, end_ln, end_col = lit.span
+        spans.append((starts[ln - 1] + col, starts[end_ln - 1] + end_col, str(new).encode()))
+    for begin, end, text in sorted(spans, reverse=True):
+        data = data[:begin] + text + data[end:]
+    return data.decode("utf-8")
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _fewer_stages(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    return [(x, x.value // 2 if x.value >= 4 else x.value - 1)
+            for x in lits if x.kind == "num_stages" and x.value > 1]
+
+
+def _fewer_warps(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    return [(x, x.value // 2) for x in lits if x.kind == "num_warps" and x.value > 1]
+
+
+def _smaller_tiles(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    """Halve the largest power-of-two block size (>= 32) of each container."""
+    largest: dict[int, int] = {}
+    for x in lits:
+        if x.kind == "block" and x.value >= 32 and x.value & (x.value - 1) == 0:
+            largest[x.container] = max(largest.get(x.container, 0), x.value)
+    return [(x, x.value // 2) for x in lits
+            if x.kind == "block" and largest.get(x.container) == x.value]
+
+
+def _pow2_blocks(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    return [(x, _pow2_at_least(x.value)) for x in lits
+            if x.kind == "block" and x.value > 0 and x.value & (x.value - 1)]
+
+
+def _dot_min_16(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    return [(x, 16) for x in lits if x.kind == "block" and 0 < x.value < 16]
+
+
+@dataclass(frozen=True)
+class RuleRepair:
+    """A mechanical fix: which errors it answers and which literal edits it makes."""
+
+    name: str
+    matches: Callable[[str], bool]
+    edits: Callable[[list[Literal]], list[tuple[Literal, int]]]
+    description: str
+
+
+RULES: tuple[RuleRepair, ...] = (
+    RuleRepair("fewer-stages", lambda e: bool(_SHARED.search(e)), _fewer_stages,
+               "shared memory exceeded: fewer pipeline stages (num_stages)"),
+    RuleRepair("fewer-warps", lambda e: bool(_REGISTERS.search(e)), _fewer_warps,
+               "too many registers/resources per block: fewer warps (num_warps)"),
+    RuleRepair("smaller-tiles", lambda e: bool(_SHARED.search(e) or _REGISTERS.search(e)),
+               _smaller_tiles, "resources exceeded: halve the largest block size"),
+    RuleRepair("pow2-blocks", lambda e: bool(_POW2.search(e)), _pow2_blocks,
+               "block sizes rounded up to powers of two (tl.arange needs them)"),
+    RuleRepair("dot-min-16", lambda e: bool(_DOT16.search(e)), _dot_min_16,
+               "block sizes raised to 16 (tl.dot needs every dimension >= 16)"),
+)
+
+
+def rule_repairs(candidate: Candidate, status: Status, error: str) -> list[Candidate]:
+    """The rule fixes that match ``error``, in order, each as a new candidate (may be empty)."""
+    if status in _NO_RULES:
+        return []
+    lits = find_literals(candidate.source)
+    out = []
+    for rule in RULES:
+        if not rule.matches(error):
+            continue
+        edits = rule.edits(lits)
+        if not edits:
+            continue
+        changes = ", ".join(f"{lit.name} {lit.value}->{new}" for lit, new in edits[:6])
+        out.append(Candidate(source=apply_edits(candidate.source, edits),
+                             origin=f"repair:rules:{rule.name}", parent=candidate.hash,
+                             description=f"{rule.description} ({changes})"))
+    return out
+
+
+# ----------------------------------------------------------------------------- the repair loop
+
+@dataclass(frozen=True)
+class RepairAttempt:
+    """One evaluated fix: who made it, what it was, and how it fared."""
+
+    attempt: int            # 1-based
+    origin: str             # "repair:rules:fewer-stages", "repair:llm:<model>", ...
+    candidate: str          # hash of the fix
+    status: Status
+    error: str              # "" when it worked
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RepairOutcome:
+    """What repairing one failed candidate came to."""
+
+    original: Candidate
+    attempts: tuple[RepairAttempt, ...]
+    final: Candidate | None       # the first fix that evaluated OK, or None
+    stop_reason: str              # "repaired", "attempts exhausted", "no repair offered"
+
+    @property
+    def repaired(self) -> bool:
+        return self.final is not None
+
+
+def _next_fix(current: Candidate, status: Status, error: str, attempt: int,
+              proposers: Sequence[Proposer], context: ProposalContext,
+              tried: set[str], used_rules: set[str]) -> Candidate | None:
+    for fix in rule_repairs(current, status, error):
+        rule = fix.origin.rsplit(":", 1)[-1]
+        if fix.hash not in tried and rule not in used_rules:
+            used_rules.add(rule)   # each rule once: the rest of the attempts go to proposers
+            return fix
+    request = RepairRequest(context=context, candidate=current, status=status, error=error,
+                            attempt=attempt)
+    for proposer in proposers:
+        try:
+            fix = proposer.repair(request)
+        except (ConfigError, StoreError):
+            raise    # misconfiguration or an unfaithful replay (ReplayMiss): the user must know
+        except Exception as exc:   # noqa: BLE001 - a proposer failing must not end the run
+            log.warning("proposer %s failed to repair %s: %s",
+                        getattr(proposer, "name", proposer), current.hash, exc)
+            continue
+        if fix is not None and fix.hash not in tried:
+            return fix
+    return None
+
+
+def repair_candidate(candidate: Candidate, failure_status: Status, error_text: str,
+                     proposers: Sequence[Proposer], context: ProposalContext,
+                     max_attempts: int, evaluate: Evaluate) -> RepairOutcome:
+    """Try up to ``max_attempts`` fixes of a failed ``candidate``; see the module docstring.
+
+    ``evaluate(candidate) -> (status, error_text)`` runs a fix (compile, run, verify) and says
+    how it went; Status.OK ends the loop. Rule repairs come first (each rule at most once per
+    call, so that they cannot use up the attempts), then each proposer's ``repair()``; a fix
+    identical to one already tried is not evaluated again.
+    """
+    if not failure_status.is_failure:
+        raise ValueError(f"candidate {candidate.hash} did not fail (status {failure_status})")
+    attempts: list[RepairAttempt] = []
+    tried = {candidate.hash}
+    used_rules: set[str] = set()
+    current, status, error = candidate, failure_status, error_text
+    for n in range(1, max_attempts + 1):
+        fix = _next_fix(current, status, error, n, proposers, context, tried, used_rules)
+        if fix is None:
+            return RepairOutcome(candidate, tuple(attempts), None,
+                                 "no repair offered" if not attempts else
+                                 f"no further repair offered after {len(attempts)} attempt(s)")
+        tried.add(fix.hash)
+        fix_status, fix_error = evaluate(fix)
+        attempts.append(RepairAttempt(n, fix.origin, fix.hash, fix_status,
+                                      "" if fix_status is Status.OK else fix_error,
+                                      fix.description))
+        log.info("repair %d/%d of %s by %s: %s", n, max_attempts, candidate.hash, fix.origin,
+                 fix_status.value)
+        if fix_status is Status.OK:
+            return RepairOutcome(candidate, tuple(attempts), fix, "repaired")
+        current, status, error = fix, fix_status, fix_error
+    return RepairOutcome(candidate, tuple(attempts), None,
+                         f"attempts exhausted ({max_attempts})")
