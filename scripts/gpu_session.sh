@@ -3,6 +3,7 @@
 #
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
+# The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
 # Steps: env | tests | baseline | selfcheck | profile | optimize
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end; unpack that here into the repo
@@ -12,6 +13,7 @@
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
 set -u
 export PYTHONUNBUFFERED=1
+export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:-/tmp/tf-out}"; mkdir -p "$OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
