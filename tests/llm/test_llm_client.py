@@ -139,3 +139,20 @@ def test_importing_the_llm_package_does_not_import_openai():
     code = ("import sys, tritonforge.llm, tritonforge.llm.client, tritonforge.llm.proposer, "
             "tritonforge.search.repair; assert 'openai' not in sys.modules, 'openai imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_build_proposer_is_optional_and_honours_replay(server, tmp_path):
+    from tritonforge.llm.factory import build_proposer
+
+    assert build_proposer(Settings()) is None                  # no model: rules only
+    settings = Settings(llm_base_url=server.base_url, llm_model="qwen", llm_max_tokens=5000,
+                        llm_candidates_per_round=3)
+    p = build_proposer(settings, tmp_path, env={})
+    assert p.name == "llm:qwen" and p.budget.max_tokens == 5000
+    assert p.candidates_per_round == 3 and isinstance(p.client, RecordingClient)
+    server.add(Reply("ok"))
+    p.client.complete(MSGS, max_tokens=5, temperature=0)
+    transcript = tmp_path / "llm" / "transcript.jsonl"
+    replayed = build_proposer(Settings(llm_replay=str(transcript)), env={})
+    assert replayed.name == "llm:qwen"
+    assert replayed.client.complete(MSGS, max_tokens=5, temperature=0).replayed
