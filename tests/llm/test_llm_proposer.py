@@ -144,7 +144,11 @@ def test_malicious_reply_refused_before_import_stand_in_policy(client, server, c
 @pytest.mark.skipif(not REAL_POLICY, reason="POLICY NOT YET AVAILABLE: "
                     "tritonforge.verify.policy.check_source is written by another helper")
 def test_malicious_reply_refused_before_import_real_policy(client, server, context):
-    _check_malicious_refused(make(client, max_turns=2, policy_check=True), server, context)
+    p = make(client, max_turns=2, policy_check=True)
+    assert p.policy_active
+    _check_malicious_refused(p, server, context)
+    reason = p.rejections[0].reason
+    assert "subprocess" in reason and "socket" in reason and "file_write" in reason
 
 
 def test_policy_reasons_go_back_and_a_clean_reply_is_accepted(client, server, context):
@@ -156,11 +160,29 @@ def test_policy_reasons_go_back_and_a_clean_reply_is_accepted(client, server, co
     assert "forbidden: subprocess" in last_user(server.requests[1])
 
 
-@pytest.mark.skipif(REAL_POLICY, reason="verify.policy exists now: nothing is skipped")
-def test_missing_policy_module_is_skipped_loudly(client, caplog):
+def test_missing_policy_module_is_skipped_loudly(client, caplog, monkeypatch):
+    import sys
+
+    import tritonforge.verify
+
+    monkeypatch.setitem(sys.modules, "tritonforge.verify.policy", None)   # import fails
+    monkeypatch.delattr(tritonforge.verify, "policy", raising=False)
     with caplog.at_level(logging.WARNING):
         assert make(client, policy_check=True).policy_active is False
     assert "POLICY CHECK SKIPPED" in caplog.text
+
+
+@pytest.mark.skipif(not REAL_POLICY, reason="POLICY NOT YET AVAILABLE")
+def test_real_policy_allows_what_the_original_imports(client, server, context):
+    import dataclasses
+
+    own = "import torch\nimport my_helpers\n"
+    task = dataclasses.replace(context.task, source=context.task.source.replace(
+        "import torch\n", own))
+    ctx = dataclasses.replace(context, task=task)
+    server.add(Reply(fenced(GOOD.replace("import torch\n", own))))
+    [cand] = make(client, policy_check=True).propose(ctx)
+    assert "import my_helpers" in cand.source
 
 
 def test_timeout_and_429_are_retried(server, context):

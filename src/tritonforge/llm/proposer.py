@@ -77,6 +77,7 @@ class LLMProposer:
         self.max_turns = max(1, max_turns)
         self._policy_setting = policy_check
         self._policy: PolicyCheck | None = None
+        self._policy_module: Any = None
         self._policy_resolved = False
         self._rejections: list[Rejection] = []
 
@@ -109,7 +110,8 @@ class LLMProposer:
                                             earlier=[c.description for c in out])
             cand = self._converse(messages, purpose="propose", round=context.round,
                                   entries=context.task.entries,
-                                  given_source=context.incumbent.source, seen=seen,
+                                  given_source=context.incumbent.source,
+                                  original=context.task.source, seen=seen,
                                   origin=self.name, parent=context.incumbent.hash)
             if cand is not None:
                 seen[cand.hash] = cand.origin
@@ -122,7 +124,7 @@ class LLMProposer:
         seen[request.candidate.hash] = request.candidate.origin
         return self._converse(self.prompts.repair(request), purpose="repair", round=ctx.round,
                               entries=ctx.task.entries, given_source=request.candidate.source,
-                              seen=seen, origin=f"repair:{self.name}",
+                              original=ctx.task.source, seen=seen, origin=f"repair:{self.name}",
                               parent=request.candidate.hash)
 
     # ------------------------------------------------------------------ internals
@@ -133,29 +135,39 @@ class LLMProposer:
                 self._policy = self._policy_setting
             elif self._policy_setting:
                 try:
-                    from ..verify.policy import check_source
+                    from ..verify import policy
                 except ImportError:
                     log.warning("POLICY CHECK SKIPPED: tritonforge.verify.policy is not "
                                 "available, so LLM replies are not statically checked before "
                                 "the worker imports them")
                 else:
-                    self._policy = check_source
+                    self._policy = policy.check_source
+                    self._policy_module = policy
         return self._policy
+
+    def _check_policy(self, source: str, original: str) -> Any:
+        """Run the policy; the real one also allows what the task's original file imports."""
+        check = self._policy_checker()
+        module = self._policy_module
+        if module is not None and hasattr(module, "imports_of") \
+                and hasattr(module, "DEFAULT_ALLOWED_IMPORTS"):
+            allowed = module.DEFAULT_ALLOWED_IMPORTS | module.imports_of(original)
+            return module.check_source(source, allowed_imports=allowed)
+        return check(source)
 
     def _reject(self, purpose: str, round: int, turn: int, kind: str, reason: str,
                 key: str = "") -> None:
         log.info("%s %s reply rejected (turn %d, %s): %s", self.name, purpose, turn, kind, reason)
         self._rejections.append(Rejection(purpose, round, turn, kind, reason, key))
 
-    def _judge(self, text: str, entries: Sequence[str], given_source: str,
+    def _judge(self, text: str, entries: Sequence[str], given_source: str, original: str,
                seen: dict[str, str]) -> tuple[str, str, str, str]:
         """(kind, reason, source, explanation); kind "" means accepted."""
         parsed = extract_source(text, required_entries=entries, original_source=given_source)
         if not parsed.ok:
             return "format", parsed.reason, "", parsed.explanation
-        check = self._policy_checker()
-        if check is not None:
-            result = check(parsed.source)
+        if self._policy_checker() is not None:
+            result = self._check_policy(parsed.source, original)
             if not getattr(result, "ok", False):
                 return "policy", _policy_reasons(result), "", parsed.explanation
         h = Candidate(parsed.source, "").hash
@@ -166,8 +178,8 @@ class LLMProposer:
         return "", "", parsed.source, parsed.explanation
 
     def _converse(self, messages: list[Message], *, purpose: str, round: int,
-                  entries: Sequence[str], given_source: str, seen: dict[str, str],
-                  origin: str, parent: str) -> Candidate | None:
+                  entries: Sequence[str], given_source: str, original: str,
+                  seen: dict[str, str], origin: str, parent: str) -> Candidate | None:
         for turn in range(1, self.max_turns + 1):
             prompt_estimate = sum(estimate_tokens(m.content) for m in messages)
             max_tokens = self.budget.plan(prompt_estimate, self.max_reply_tokens)
@@ -184,7 +196,7 @@ class LLMProposer:
                 self._reject(purpose, round, turn, "error", str(exc), key)
                 return None
             kind, reason, source, explanation = self._judge(reply.text, entries, given_source,
-                                                            seen)
+                                                            original, seen)
             self.budget.charge(purpose=purpose, model=reply.model or self.model,
                                request_key=key, usage=reply.usage, round=round, turn=turn,
                                outcome="candidate" if not kind else f"rejected: {kind}",
