@@ -245,3 +245,12 @@ def test_replay_reproduces_a_run_without_the_server(context, evaluate, tmp_path)
     assert all(r.replayed for r in replayed.budget.records)
     with pytest.raises(ReplayMiss):                # one request more than was recorded
         replayed.propose(context)
+
+
+def test_a_duplicate_of_the_incumbent_or_history_is_sent_back(client, server, context):
+    failed = Candidate(variant("MARK:MISMATCH"), "llm:fake-model")
+    server.add(Reply(fenced(context.incumbent.source)), Reply(fenced(FIXED)))
+    p = make(client)
+    fix = p.repair(RepairRequest(context, failed, Status.MISMATCH, "differs", 1))
+    assert fix.source.rstrip() == FIXED.rstrip() and fix.origin == "repair:llm:fake-model"
+    assert p.rejections[0].kind == "duplicate" and "original" in p.rejections[0].reason

@@ -121,6 +121,7 @@ class LLMProposer:
     def repair(self, request: RepairRequest) -> Candidate | None:
         ctx = request.context
         seen = {h.candidate: h.origin for h in ctx.history}
+        seen[ctx.incumbent.hash] = ctx.incumbent.origin     # handing back the incumbent is no fix
         seen[request.candidate.hash] = request.candidate.origin
         return self._converse(self.prompts.repair(request), purpose="repair", round=ctx.round,
                               entries=ctx.task.entries, given_source=request.candidate.source,
