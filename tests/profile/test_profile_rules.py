@@ -1,0 +1,157 @@
+"""Each diagnosis rule on synthetic metric sets: a case where it fires and one where it does not."""
+
+import pytest
+
+from tritonforge.model import Bound, CompileStats, KernelProfile, Metric, Roofline
+from tritonforge.profile import rules
+from tritonforge.profile.diagnose import Facts, gather_facts
+
+
+def kp(name="k", **metrics) -> KernelProfile:
+    return KernelProfile(name, tuple(Metric(k, float(v)) for k, v in metrics.items()),
+                         duration_us=metrics.get("duration_us"))
+
+
+def st(**kw) -> CompileStats:
+    base = dict(kernel="k", target="cuda:90", num_warps=4, num_stages=3, registers=32, spills=0,
+                shared_bytes=0, vector_width_bytes=16, constexprs=(("BLOCK_SIZE", 1024),))
+    base.update(kw)
+    return CompileStats(**base)
+
+
+def roof(fraction, bound=Bound.MEMORY) -> Roofline:
+    return Roofline(1e9, 1e6, 300.0, 3333.0, 0.003, 4300.0, 60.0, fraction, bound)
+
+
+def facts(metrics=None, stats=None, roofline=None, launches=None, time_us=None) -> Facts:
+    kernels = [kp(**metrics)] if metrics else []
+    return gather_facts(kernels, [stats] if stats else [], roofline, launches, time_us)
+
+
+def test_near_roofline():
+    fired = rules.near_roofline(facts(roofline=roof(0.86)))
+    assert fired and fired.near_roofline and fired.hints[0].kind == "near_roofline"
+    assert "86%" in fired.evidence[0]
+    assert rules.near_roofline(facts(metrics=dict(dram_throughput_pct=91.0))).near_roofline
+    assert rules.near_roofline(facts(roofline=roof(0.5))) is None
+    assert rules.near_roofline(facts(metrics=dict(dram_throughput_pct=30.0, fma_pipe_pct=20))) is None
+    assert rules.near_roofline(facts()) is None
+
+
+def test_resource_limits():
+    bad = st(shared_bytes=240_000, warnings=("needs 240000 B of shared memory per block, over the "
+                                              "232448 B (227 KiB) sm_90 allows",))
+    fired = rules.resource_limits(facts(stats=bad))
+    assert fired and fired.hints[0].kind == "fit_device_limits" and "num_stages" in fired.hints[0].knobs
+    assert rules.resource_limits(facts(stats=st())) is None
+
+
+def test_launch_overhead():
+    fired = rules.launch_overhead(facts(launches=12, time_us=30.0))
+    assert fired and fired.bound is Bound.LAUNCH
+    assert {h.kind for h in fired.hints} == {"more_work_per_launch", "fuse_launches"}
+    single = rules.launch_overhead(facts(metrics=dict(duration_us=3.0)))
+    assert single and [h.kind for h in single.hints] == ["more_work_per_launch"]
+    assert rules.launch_overhead(facts(launches=1, time_us=250.0)) is None
+    assert rules.launch_overhead(facts()) is None
+
+
+def test_small_grid():
+    fired = rules.small_grid(facts(metrics=dict(grid_size=40, sm_count=132)))
+    assert fired and "70%" in fired.evidence[0] and fired.hints[0].kind == "more_programs"
+    assert rules.small_grid(facts(metrics=dict(grid_size=4096, sm_count=132))) is None
+
+
+def test_tiny_programs_from_metrics_and_from_static_stats():
+    m = dict(waves_per_sm=7943.76, duration_us=10080.6, dram_throughput_pct=1.08,
+             grid_size=16777216, block_size=128)
+    fired = rules.tiny_programs(facts(metrics=m))
+    assert fired and fired.hints[0].kind == "larger_blocks" and fired.hints[0].priority == 0.9
+    static = rules.tiny_programs(facts(stats=st(constexprs=(("BLOCK_SIZE", 4),))))
+    assert static and "4 element(s)" in static.evidence[0] and "BLOCK_SIZE" in static.hints[0].knobs
+    assert rules.tiny_programs(facts(metrics=dict(m, waves_per_sm=3.0))) is None
+    assert rules.tiny_programs(facts(metrics=dict(m, dram_throughput_pct=85.0))) is None
+    assert rules.tiny_programs(facts(stats=st())) is None            # BLOCK_SIZE=1024 >= 128 threads
+
+
+def test_memory_parallelism():
+    m = dict(dram_throughput_pct=22.0, stall_long_scoreboard=8.0, stall_wait=1.0, stall_barrier=1.0,
+             achieved_occupancy_pct=18.0)
+    fired = rules.memory_parallelism(facts(metrics=m, stats=st(constexprs=(("BLOCK_SIZE", 128),))))
+    assert fired and "80% of stall cycles" in fired.evidence[0]
+    assert set(fired.hints[0].knobs) >= {"BLOCK_SIZE", "num_warps", "num_stages"}
+    assert rules.memory_parallelism(facts(metrics=dict(m, dram_throughput_pct=75.0))) is None
+    assert rules.memory_parallelism(facts(metrics=dict(m, stall_long_scoreboard=0.5))) is None
+    assert rules.memory_parallelism(facts(metrics=dict(dram_throughput_pct=5.0))) is None   # no stalls
+
+
+def test_register_limited_from_ncu_and_static():
+    m = dict(occ_limit_registers=1, occ_limit_warps=8, theoretical_occupancy_pct=12.5,
+             registers_per_thread=168)
+    fired = rules.register_limited(facts(metrics=m))
+    assert fired and "168 registers" in fired.evidence[0] and fired.hints[0].kind == "reduce_registers"
+    static = rules.register_limited(facts(stats=st(registers=168, num_warps=8)))
+    assert static and "(static)" in static.evidence[0]
+    dot = rules.register_limited(facts(stats=st(registers=168, num_warps=8, has_dot=True)))
+    assert dot.hints[0].priority < static.hints[0].priority      # normal for matmuls: lower
+    assert rules.register_limited(facts(metrics=dict(m, occ_limit_registers=16))) is None
+    assert rules.register_limited(facts(stats=st(registers=32))) is None
+
+
+def test_spills():
+    fired = rules.spills(facts(stats=st(spills=3600)))
+    assert fired and "3600 bytes" in fired.evidence[0] and fired.hints[0].kind == "avoid_spills"
+    assert rules.spills(facts(metrics=dict(local_ld_sectors=1e6, local_st_sectors=5e5)))
+    assert rules.spills(facts(stats=st(spills=0), metrics=dict(local_ld_sectors=0))) is None
+
+
+def test_narrow_accesses():
+    narrow = rules.narrow_accesses(facts(stats=st(vector_width_bytes=4)))
+    assert narrow and "4 bytes" in narrow.evidence[0] and narrow.hints[0].kind == "vectorize_accesses"
+    unco = rules.narrow_accesses(facts(metrics=dict(global_ld_requests=1e6, global_ld_sectors=3.2e7)))
+    assert unco and "32.0 sectors" in unco.evidence[0]
+    assert rules.narrow_accesses(facts(stats=st(vector_width_bytes=16))) is None
+    assert rules.narrow_accesses(facts(stats=st(vector_width_bytes=4),
+                                       roofline=roof(0.7, Bound.COMPUTE))) is None
+    assert rules.narrow_accesses(facts(metrics=dict(global_ld_requests=1e6, global_ld_sectors=1.6e7),
+                                       stats=st(vector_width_bytes=16))) is None
+
+
+def test_tensor_cores():
+    no_mma = rules.tensor_cores(facts(stats=st(has_dot=True, uses_tensor_cores=False)))
+    assert no_mma and no_mma.hints[0].kind == "mma_friendly_tiles" and no_mma.hints[0].priority == 0.85
+    idle = rules.tensor_cores(facts(stats=st(has_dot=True, uses_tensor_cores=True, mma_kind="wgmma"),
+                                    metrics=dict(tensor_pipe_pct=3.0, fma_pipe_pct=55.0)))
+    assert idle and "tensor pipe at 3.0%" in idle.evidence[0]
+    old = rules.tensor_cores(facts(stats=st(has_dot=True, uses_tensor_cores=True, mma_kind="mma")))
+    assert old and "wgmma" in old.evidence[0]
+    assert rules.tensor_cores(facts(stats=st(has_dot=True, uses_tensor_cores=True, mma_kind="wgmma"),
+                                    metrics=dict(tensor_pipe_pct=70.0, fma_pipe_pct=10.0))) is None
+    assert rules.tensor_cores(facts(stats=st())) is None
+
+
+def test_l2_locality():
+    m = dict(l2_hit_rate_pct=35.0, dram_throughput_pct=70.0)
+    fired = rules.l2_locality(facts(metrics=m, stats=st(has_dot=True, uses_tensor_cores=True)))
+    assert fired and fired.hints[0].kind == "swizzle_program_ids"
+    assert rules.l2_locality(facts(metrics=m, stats=st())) is None              # not a dot kernel
+    assert rules.l2_locality(facts(metrics=dict(m, l2_hit_rate_pct=80.0),
+                                   stats=st(has_dot=True))) is None
+
+
+def test_tail_effect():
+    fired = rules.tail_effect(facts(metrics=dict(waves_per_sm=1.1)))
+    assert fired and "55%" in fired.evidence[0]
+    assert rules.tail_effect(facts(metrics=dict(waves_per_sm=1.95))) is None
+    assert rules.tail_effect(facts(metrics=dict(waves_per_sm=40.2))) is None
+
+
+def test_barrier_stalls():
+    fired = rules.barrier_stalls(facts(metrics=dict(stall_barrier=5.0, stall_long_scoreboard=5.0)))
+    assert fired and "50%" in fired.evidence[0]
+    assert rules.barrier_stalls(facts(metrics=dict(stall_barrier=1.0, stall_long_scoreboard=9.0))) is None
+
+
+@pytest.mark.parametrize("rule", rules.RULES, ids=lambda r: r.__name__)
+def test_every_rule_is_silent_without_data(rule):
+    assert rule(facts()) is None
