@@ -1,6 +1,7 @@
 """Frozen dataclasses passed between TritonForge's parts (no dicts with string keys as interfaces)."""
 
 from .evaluation import (
+    Cheat,
     DeviceInfo,
     Evaluation,
     Failure,

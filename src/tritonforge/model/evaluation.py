@@ -57,7 +57,8 @@ class Mismatch:
     case_id: str
     seed: int
     output: str            # where in the result: "return", "return[1]", "return['y']", "arg[2]"
-    kind: str              # value | nan | shape | dtype | type | unwritten | missing | stride
+    kind: str              # value | norm | nan | unwritten | input_mutated | shape | dtype | device
+                           # | stride | type | missing  (verify.kinds.MismatchKind)
     message: str
     n_bad: int = 0
     n_total: int = 0
@@ -69,18 +70,40 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class Cheat:
+    """A rule the candidate broke, whatever its values (verify.kinds.CheatKind names the kinds)."""
+
+    kind: str              # no_launch | library_op | side_stream | race | rerun | stale_output | patched
+    message: str
+    case_id: str | None = None
+    seed: int | None = None
+
+    def one_line(self) -> str:
+        where = f" [{self.case_id} seed {self.seed}]" if self.case_id is not None else ""
+        return f"{self.kind}{where}: {self.message}"
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The verifier's answer for one candidate against the original."""
 
     passed: bool
     mismatches: tuple[Mismatch, ...] = ()
-    cheats: tuple[str, ...] = ()
+    cheats: tuple[str, ...] = ()           # one line per entry of ``violations``
     checked: int = 0          # (case, seed) pairs compared
+    violations: tuple[Cheat, ...] = ()
+    failure: Failure | None = None         # the candidate raised (only when the verifier catches)
+    reference_launches: int = 0            # Triton launches over all of the original's calls
+    candidate_launches: int = 0
+    reference_ops: tuple[str, ...] = ()    # torch ops the original dispatched (aten names)
+    candidate_ops: tuple[str, ...] = ()
+    uses_dot: bool = False                 # the original uses tl.dot (fp32: the tf32 tolerance)
 
     def summary(self, limit: int = 3) -> str:
         if self.passed:
             return f"correct on {self.checked} case/seed pairs"
-        lines = [f"cheat: {c}" for c in self.cheats]
+        lines = [f"error: {self.failure.one_line()}"] if self.failure is not None else []
+        lines += [f"cheat: {c}" for c in self.cheats]
         lines += [f"{m.case_id} seed {m.seed} {m.output}: {m.message}" for m in self.mismatches]
         more = len(lines) - limit
         return "; ".join(lines[:limit]) + (f"; (+{more} more)" if more > 0 else "")

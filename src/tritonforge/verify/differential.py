@@ -1,0 +1,407 @@
+"""Differential verification: the ORIGINAL is the oracle, the candidate must match it and play fair.
+
+For every (case, seed) both variants run on identical fresh inputs; every returned value and every
+tensor argument is compared (``compare.compare_outputs``). Around that, the checks a faster kernel
+that computes something else, or measures something else, would otherwise slip through:
+
+- outputs poisoned before the call: pure output arguments (found by running the original once
+  with them poisoned: its results do not change) and every ``torch.empty*`` made inside the call;
+- an argument the original leaves untouched must stay bit-identical (``input_mutated``);
+- every call must launch a Triton kernel where the original's does (``no_launch``), must not use
+  torch ops the original never dispatches beyond plumbing (``library_op``), must not create or
+  launch on another stream (``side_stream``), and its outputs must not change once it has returned
+  and its inputs are overwritten (``race``);
+- attributes of torch, triton and time must not be replaced (``patched``);
+- a second pass re-runs every case on one fresh, unpredictable seed in reverse order: a candidate
+  right on the checked calls but wrong there depends on call order, count or seed (``rerun``); a
+  wrong output equal to the previous call's expected output is a cache (``stale_output``).
+
+The original's launches and ops come back in the Verdict, so a caller can show or cache them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import secrets
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+from ..errors import TritonForgeError
+from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
+from .compare import ToleranceFor, compare_outputs, tolerance_table
+from .guards import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
+from .kinds import CheatKind, MismatchKind
+from .runner import MakeInvocation, Run, run_variant
+from .tree import as_bits, bitwise_equal, iter_tensors, unravel
+
+log = logging.getLogger(__name__)
+
+# aten ops that allocate, view, copy or fill: a candidate may use them although the original does not.
+PLUMBING_OPS = frozenset({
+    "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
+    "aten.new_empty_strided", "aten.empty_permuted", "aten.zeros", "aten.zeros_like",
+    "aten.new_zeros", "aten.ones", "aten.ones_like", "aten.new_ones", "aten.full",
+    "aten.full_like", "aten.new_full", "aten.fill_", "aten.zero_", "aten.scalar_tensor",
+    "aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias", "aten.as_strided",
+    "aten.expand", "aten.permute", "aten.transpose", "aten.t", "aten.unsqueeze", "aten.squeeze",
+    "aten.slice", "aten.select", "aten.split", "aten.split_with_sizes", "aten.unbind",
+    "aten.chunk", "aten.narrow", "aten.flatten", "aten.unflatten", "aten.unfold", "aten.alias",
+    "aten.view_as", "aten.detach", "aten.lift_fresh", "aten.clone", "aten.contiguous",
+    "aten.copy_", "aten._to_copy", "aten.to", "aten._local_scalar_dense", "aten.is_contiguous",
+    "aten.stride", "aten.size", "aten.sym_size", "aten.sym_stride", "aten.sym_numel",
+    "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
+    "aten.record_stream",
+})
+
+
+class OracleFailure(TritonForgeError):
+    """The ORIGINAL itself failed on a case: the case is unusable, not the candidate wrong."""
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How strict and how thorough one verification is (defaults: everything on)."""
+
+    recheck: bool = True                  # second pass: fresh seed, reverse case order
+    check_launches: bool = True
+    check_library_ops: bool = True
+    check_streams: bool = True
+    race_check: bool = True
+    allowed_ops: frozenset[str] = frozenset()   # extra aten ops the candidate may use
+    uses_dot: bool | None = None          # None: look for tl.dot in the original's source
+    nonce: int | None = None              # makes the recheck seed; None: drawn at random
+    baseline: IntegritySnapshot | None = None   # taken BEFORE the candidate was imported
+    max_mismatches: int = 20
+    synchronize: Callable[[], None] | None = None   # None: torch.cuda.synchronize on cuda
+    catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
+
+
+def uses_dot(module: types.ModuleType) -> bool:
+    """Whether the module's source (or its kernels') calls ``dot``/``dot_scaled``."""
+    pattern = re.compile(r"\bdot(_scaled)?\s*\(")
+    try:
+        return bool(pattern.search(inspect.getsource(module)))
+    except (OSError, TypeError):
+        pass
+    for value in vars(module).values():
+        fn = value
+        while hasattr(fn, "fn"):
+            fn = fn.fn
+        src = getattr(value, "src", None)
+        if src is None and inspect.isfunction(fn) and fn is not value:
+            try:
+                src = inspect.getsource(fn)
+            except (OSError, TypeError):
+                src = None
+        if isinstance(src, str) and pattern.search(src):
+            return True
+    return False
+
+
+def reasons(verdict: Verdict) -> tuple[str, ...]:
+    """``mismatch:<kind>``, ``cheat:<kind>`` and ``error:<status>`` labels, in verdict order."""
+    out = [f"error:{verdict.failure.status.value}"] if verdict.failure else []
+    out += [f"cheat:{c.kind}" for c in verdict.violations]
+    out += [f"mismatch:{m.kind}" for m in verdict.mismatches]
+    return tuple(dict.fromkeys(out))
+
+
+def _cuda_sync() -> None:
+    torch.cuda.synchronize()
+
+
+def _classify(exc: BaseException, case_id: str, seed: int) -> Failure:
+    name, module = type(exc).__name__, type(exc).__module__ or ""
+    text = str(exc).strip().splitlines()
+    line = f"{name}: {text[0] if text else ''}"[:300]
+    if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
+        status = Status.OOM
+    elif module.startswith("triton.compiler") or name in ("CompilationError", "OutOfResources"):
+        status = Status.COMPILE_ERROR
+    else:
+        status = Status.RUNTIME_ERROR
+    import traceback
+    detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:]
+    return Failure(status, line, detail, case_id, seed)
+
+
+@dataclass
+class _Layout:
+    """Which tensor arguments the original writes, which of those it never reads."""
+
+    written: frozenset[str]
+    outputs: frozenset[str]          # written and never read: poisoned before every call
+    read_only_floats: frozenset[str]  # overwritten after the candidate returns (race check)
+
+
+class _Verifier:
+    def __init__(self, reference: types.ModuleType, candidate: types.ModuleType,
+                 make_invocation: MakeInvocation, tolerance_for: ToleranceFor, device: str,
+                 options: VerifyOptions) -> None:
+        self.reference, self.candidate = reference, candidate
+        self.make_invocation, self.tolerance_for = make_invocation, tolerance_for
+        self.device, self.options = device, options
+        self.uses_dot = uses_dot(reference) if options.uses_dot is None else options.uses_dot
+        self.sync = options.synchronize or (_cuda_sync if device.startswith("cuda") else None)
+        self.layouts: dict[str, _Layout] = {}
+        self.mismatches: list[Mismatch] = []
+        self.cheats: dict[str, Cheat] = {}
+        self.failure: Failure | None = None
+        self.checked = 0
+        self.ref_launches = self.cand_launches = 0
+        self.ref_ops: dict[str, int] = {}
+        self.cand_ops: dict[str, int] = {}
+        self.cand_streams = self.ref_streams = 0
+        self.ref_side_launches = 0
+        self.previous: Run | None = None
+        self.first_pass = 0
+
+    # ------------------------------------------------------------------ bookkeeping
+    def cheat(self, kind: CheatKind, message: str, case: Case | None = None,
+              seed: int | None = None) -> None:
+        if kind.value not in self.cheats:
+            self.cheats[kind.value] = Cheat(kind.value, message, case.id if case else None, seed)
+
+    def compare(self, ref: Any, cand: Any, case: Case, seed: int, path: str) -> list[Mismatch]:
+        return compare_outputs(ref, cand, case_id=case.id, seed=seed,
+                               tolerance_for=self.tolerance_for, path=path, uses_dot=self.uses_dot)
+
+    def _reference(self, case: Case, seed: int, poison: frozenset[str] = frozenset()) -> Run:
+        run = run_variant(self.reference, case, seed, self.make_invocation, self.device,
+                          poison=poison, keep_pristine=True)
+        if run.error is not None:
+            raise OracleFailure(f"the original fails on case {case.id!r} seed {seed}: "
+                                f"{type(run.error).__name__}: {run.error}",
+                                hint="drop or fix this case; the original is the oracle") \
+                from run.error
+        self.ref_launches += run.launches.count
+        for op, n in run.calls.ops.items():
+            self.ref_ops[op] = self.ref_ops.get(op, 0) + n
+        self.ref_streams += run.calls.streams_created
+        self.ref_side_launches += len(run.launches.side_stream_launches())
+        return run
+
+    def _layout(self, case: Case, seed: int) -> tuple[_Layout, Run | None]:
+        """Find the original's outputs on the first seed of a case (one or two extra runs)."""
+        if case.id in self.layouts:
+            return self.layouts[case.id], None
+        first = self._reference(case, seed)
+        written = frozenset(p for p, t in first.args.items()
+                            if not bitwise_equal(t, first.pristine[p]))
+        floats = frozenset(p for p, t in first.pristine.items()
+                           if p not in written and t.is_floating_point())
+        outputs: frozenset[str] = frozenset()
+        ready: Run | None = first                  # valid as the reference run if nothing to poison
+        if written:
+            probe = self._reference(case, seed, poison=written)
+            if not self.compare(first.result, probe.result, case, seed, "return"):
+                outputs = frozenset(p for p in written
+                                    if not self.compare(first.args[p], probe.args[p], case, seed, p))
+            ready = probe if outputs == written else (first if not outputs else None)
+        layout = _Layout(written, outputs, floats)
+        self.layouts[case.id] = layout
+        log.debug("case %s: writes %s, pure outputs %s", case.id, sorted(written), sorted(outputs))
+        return layout, first
+
+    # ------------------------------------------------------------------ one (case, seed)
+    def check(self, case: Case, seed: int, rerun: bool) -> None:
+        layout, ready = self._layout(case, seed)
+        ref = ready if ready is not None else self._reference(case, seed, poison=layout.outputs)
+        snapshot = integrity_snapshot()
+        cand = run_variant(self.candidate, case, seed, self.make_invocation, self.device,
+                           poison=layout.outputs, inputs=ref.pristine,
+                           scramble=layout.read_only_floats if self.options.race_check else frozenset(),
+                           synchronize=self.sync if self.options.race_check else None)
+        self._integrity(snapshot, case, seed)
+        self.cand_launches += cand.launches.count
+        for op, n in cand.calls.ops.items():
+            self.cand_ops[op] = self.cand_ops.get(op, 0) + n
+        self._streams(cand, case, seed)
+        if cand.error is not None:
+            self._error(cand.error, case, seed)
+            return
+        self.checked += 1
+        if self.options.check_launches and ref.launches.count > 0 and cand.launches.count == 0:
+            self.cheat(CheatKind.NO_LAUNCH, f"the call launched no Triton kernel (the original "
+                                            f"launched {ref.launches.count}: "
+                                            f"{', '.join(ref.launches.kernels)})", case, seed)
+        found = self._compare_run(ref, cand, case, seed)
+        if cand.late_args is not None:
+            found = self._race(ref, cand, case, seed, found)
+        if found and self.previous is not None and self._matches(self.previous, cand, case, seed):
+            self.cheat(CheatKind.STALE_OUTPUT, "its outputs equal what the PREVIOUS call should "
+                                               "have returned: it serves a cached result", case, seed)
+        if found and rerun:
+            self.cheat(CheatKind.RERUN, f"correct on the {self.first_pass} checked calls, wrong "
+                                        f"on a fresh seed re-run in reverse case order: its result "
+                                        f"depends on call order, call count or seed", case, seed)
+        self.mismatches.extend(found)
+        self.previous = ref
+
+    def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
+        found = self.compare(ref.result, cand.result, case, seed, "return")
+        for path, after in ref.args.items():
+            before = ref.pristine[path]
+            if bitwise_equal(after, before):         # the original leaves it alone: so must it
+                if not bitwise_equal(cand.args[path], before):
+                    found.append(self._mutated(path, before, cand.args[path], case, seed))
+            else:
+                found.extend(self.compare(after, cand.args[path], case, seed, path))
+        return found
+
+    def _mutated(self, path: str, before: torch.Tensor, after: torch.Tensor, case: Case,
+                 seed: int) -> Mismatch:
+        if before.shape != after.shape or before.dtype != after.dtype:
+            changed_n, at = before.numel(), ()
+        else:
+            changed = as_bits(before) != as_bits(after)
+            if changed.dim() > before.dim():
+                changed = changed.any(dim=-1)
+            changed_n = int(changed.sum().item())
+            flat = int(torch.argmax(changed.reshape(-1).to(torch.uint8)).item())
+            at = unravel(flat, tuple(before.shape))
+        return Mismatch(case.id, seed, path, MismatchKind.INPUT_MUTATED.value,
+                        f"the candidate wrote {changed_n} of {before.numel()} elements of {path}, "
+                        f"an argument the original leaves untouched (first at {at})",
+                        n_bad=changed_n, n_total=before.numel(), worst_index=at)
+
+    def _race(self, ref: Run, cand: Run, case: Case, seed: int,
+              found: list[Mismatch]) -> list[Mismatch]:
+        early = [t for _, t in iter_tensors(cand.result, "return")] + \
+            [cand.args[p] for p in sorted(cand.late_args or {})]
+        late = [t for _, t in iter_tensors(cand.late_result, "return")] + \
+            [cand.late_args[p] for p in sorted(cand.late_args or {})]  # type: ignore[index]
+        if all(bitwise_equal(a, b) for a, b in zip(early, late)):
+            return found
+        self.cheat(CheatKind.RACE, "its outputs changed after the call returned (after the device "
+                                   "was synchronized and its read-only inputs overwritten): work "
+                                   "left running on another stream, or inputs read after return",
+                   case, seed)
+        if found:
+            return found
+        late_found = self.compare(ref.result, cand.late_result, case, seed, "return")
+        for path, t in (cand.late_args or {}).items():
+            if not bitwise_equal(ref.args[path], ref.pristine[path]):
+                late_found.extend(self.compare(ref.args[path], t, case, seed, path))
+        return late_found
+
+    def _matches(self, previous: Run, cand: Run, case: Case, seed: int) -> bool:
+        try:
+            if self.compare(previous.result, cand.result, case, seed, "return"):
+                return False
+            if set(previous.args) != set(cand.args):
+                return False
+            return not any(self.compare(previous.args[p], cand.args[p], case, seed, p)
+                           for p in previous.args
+                           if not bitwise_equal(previous.args[p], previous.pristine[p]))
+        except Exception:  # noqa: BLE001 - a heuristic: structures that cannot be compared
+            return False
+
+    def _streams(self, cand: Run, case: Case, seed: int) -> None:
+        if not self.options.check_streams:
+            return
+        side = cand.launches.side_stream_launches()
+        if cand.calls.streams_created and not self.ref_streams:
+            self.cheat(CheatKind.SIDE_STREAM, f"it created {cand.calls.streams_created} CUDA "
+                                              f"stream(s); the original creates none", case, seed)
+        elif side and not self.ref_side_launches:
+            self.cheat(CheatKind.SIDE_STREAM, f"it launched {side[0].kernel} on a stream other "
+                                              f"than the caller's", case, seed)
+
+    def _integrity(self, snapshot: IntegritySnapshot, case: Case, seed: int) -> None:
+        problems = check_integrity(snapshot)
+        if problems:
+            self.cheat(CheatKind.PATCHED, "; ".join(problems[:5]), case, seed)
+            restore_integrity(snapshot)
+
+    def _error(self, exc: BaseException, case: Case, seed: int) -> None:
+        if not self.options.catch_errors:
+            for c in self.cheats.values():
+                exc.add_note(f"tritonforge verify, before the error: cheat {c.one_line()}")
+            raise exc
+        self.failure = _classify(exc, case.id, seed)
+
+    # ------------------------------------------------------------------ whole verification
+    def finish(self) -> Verdict:
+        if self.options.check_library_ops:
+            extra = sorted(op for op in self.cand_ops if op not in self.ref_ops
+                           and op not in PLUMBING_OPS and op not in self.options.allowed_ops)
+            if extra:
+                listed = ", ".join(f"{op} (x{self.cand_ops[op]})" for op in extra[:8])
+                self.cheat(CheatKind.LIBRARY_OP, f"it calls {listed}, which the original never "
+                                                 f"uses: the work must be done by Triton kernels")
+        violations = tuple(self.cheats.values())
+        passed = not self.mismatches and not violations and self.failure is None
+        return Verdict(
+            passed=passed, mismatches=tuple(self.mismatches[: self.options.max_mismatches]),
+            cheats=tuple(c.one_line() for c in violations), checked=self.checked,
+            violations=violations, failure=self.failure, reference_launches=self.ref_launches,
+            candidate_launches=self.cand_launches, reference_ops=tuple(sorted(self.ref_ops)),
+            candidate_ops=tuple(sorted(self.cand_ops)), uses_dot=self.uses_dot)
+
+    def stop(self) -> bool:
+        return self.failure is not None or len(self.mismatches) >= self.options.max_mismatches
+
+
+def fresh_seed(nonce: int | None) -> int:
+    """A seed no test section or spec uses (>= 2**20), unpredictable without the nonce."""
+    value = secrets.randbits(30) if nonce is None else (nonce * 2654435761) % (2 ** 30)
+    return 2 ** 20 + value % (2 ** 30 - 2 ** 20)
+
+
+def verify(
+    reference_module: types.ModuleType,
+    candidate_module: types.ModuleType,
+    cases: Sequence[Case],
+    make_invocation: MakeInvocation,
+    *,
+    seeds_for: Callable[[Case], Iterable[int]] | None = None,
+    tolerance_for: ToleranceFor | None = None,
+    device: str = "cpu",
+    options: VerifyOptions = VerifyOptions(),
+) -> Verdict:
+    """Check ``candidate_module`` against ``reference_module`` on ``cases``; see the module doc.
+
+    ``make_invocation(module, case, seed, device)`` must build identical inputs for identical
+    (case, seed). ``seeds_for`` defaults to ``case.seeds``; ``tolerance_for`` to BENCHMARK.md's
+    table. Raises ``OracleFailure`` when the original itself fails on a case, and re-raises a
+    candidate's exception unless ``options.catch_errors``.
+    """
+    seeds_for = seeds_for or (lambda case: case.seeds)
+    v = _Verifier(reference_module, candidate_module, make_invocation,
+                  tolerance_for or tolerance_table(), device, options)
+    if options.baseline is not None:
+        problems = check_integrity(options.baseline)
+        if problems:
+            v.cheat(CheatKind.PATCHED, "; ".join(problems[:5]) + " (when its module was imported)")
+            restore_integrity(options.baseline)
+    for case in cases:
+        for seed in seeds_for(case):
+            v.check(case, seed, rerun=False)
+            if v.stop():
+                return v.finish()
+    if options.recheck and not v.mismatches:
+        v.first_pass = v.checked
+        seed = fresh_seed(options.nonce)
+        for case in reversed(list(cases)):
+            v.check(case, seed, rerun=True)
+            if v.stop():
+                break
+    return v.finish()
+
+
+def verify_against_reference(reference_module: types.ModuleType,
+                             candidate_module: types.ModuleType, task: Any,
+                             cases: Sequence[Case], builder: Any, device: str,
+                             options: VerifyOptions = VerifyOptions()) -> Verdict:
+    """The worker's entry point: ``builder.build(module, case, seed)`` makes invocations and the
+    task's ``tolerance_overrides`` adjust the tolerance table."""
+    return verify(reference_module, candidate_module, cases,
+                  lambda module, case, seed, _device: builder.build(module, case, seed),
+                  tolerance_for=tolerance_table(getattr(task, "tolerance_overrides", ()) or ()),
+                  device=device, options=options)

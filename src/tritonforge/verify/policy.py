@@ -1,0 +1,323 @@
+"""The static policy a candidate's source must pass before it is ever imported.
+
+A candidate (from the rule engine or an LLM) is untrusted code that will run in the worker beside
+the timer that judges it. Read with ``ast`` only, it must not: import beyond an allowlist (by
+default what Triton kernel files use; callers add the original's own imports), start processes or
+open sockets, evaluate code (eval/exec/compile/__import__), write files outside the run directory,
+replace attributes of anything it imported (``time.perf_counter = ...``,
+``setattr(torch.cuda, "synchronize", f)``, ``os.environ[...] = ...``), change global numeric
+settings, or reach interpreter internals (``__globals__``, frames). Each refusal names its line.
+
+This is a first wall, not a sandbox: the dynamic guards (verify.guards) check behaviour at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+DEFAULT_ALLOWED_IMPORTS = frozenset({
+    "torch", "triton", "numpy", "math", "typing", "typing_extensions", "functools", "itertools",
+    "collections", "dataclasses", "enum", "abc", "operator", "numbers", "__future__", "warnings",
+    "logging", "copy", "contextlib", "time", "einops",
+})
+
+# Never allowed, whatever the original imports.
+FORBIDDEN_MODULES = frozenset({
+    "subprocess", "socket", "ctypes", "cffi", "multiprocessing", "threading", "_thread", "pty",
+    "signal", "importlib", "builtins", "marshal", "pickle", "shutil", "http", "urllib",
+    "requests", "asyncio", "code", "codeop", "runpy", "tempfile", "webbrowser",
+    "torch.utils.cpp_extension", "torch.multiprocessing", "torch.distributed",
+    "torch.utils.dlpack", "triton.runtime.build",
+})
+
+_EXEC_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint", "input"}
+_PROCESS_CALLS = {
+    "os.system", "os.popen", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.posix_spawn",
+    "os.posix_spawnp", "os.startfile", "sys.settrace", "sys.setprofile", "sys.exit",
+}
+_PROCESS_PREFIXES = ("os.exec", "os.spawn")
+_FILE_CALLS = {
+    "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames",
+    "os.replace", "os.chdir", "os.chmod", "os.chown", "os.symlink", "os.link", "os.truncate",
+    "os.mkdir", "os.makedirs", "os.write", "os.open",
+}
+_SAVE_CALLS = {"torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
+               "numpy.savetxt"}
+_SETTINGS_CALLS = {
+    "torch.set_default_dtype", "torch.set_default_device", "torch.set_float32_matmul_precision",
+    "torch.use_deterministic_algorithms", "torch.set_default_tensor_type", "os.putenv",
+    "os.unsetenv",
+}
+_LIBRARY_CALLS = {"torch.compile", "torch.ops.load_library", "torch.classes.load_library",
+                  "torch.jit.script", "torch.jit.trace"}
+_MUTATING_METHODS = {"add", "remove", "clear", "append", "pop", "popitem", "update", "insert",
+                     "extend", "setdefault", "__setitem__", "__delitem__", "discard"}
+_INTERNALS = {"__subclasses__", "__globals__", "__code__", "__builtins__", "f_globals",
+              "f_locals", "f_back", "gi_frame", "tb_frame", "__closure__", "co_code"}
+
+
+@dataclass(frozen=True)
+class PolicyViolation:
+    line: int
+    col: int
+    rule: str          # syntax | import | exec | process | file_write | monkeypatch | env
+                       # | settings | library | internals
+    message: str
+
+    def one_line(self) -> str:
+        return f"line {self.line}: {self.message} [{self.rule}]"
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    ok: bool
+    violations: tuple[PolicyViolation, ...] = ()
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(v.one_line() for v in self.violations)
+
+
+def imports_of(source: str) -> frozenset[str]:
+    """Every module a source imports (full dotted names), e.g. to allow a candidate what its
+    original imports: ``check_source(c, allowed_imports=DEFAULT_ALLOWED_IMPORTS | imports_of(o))``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return frozenset(names)
+
+
+def _under(name: str, roots: frozenset[str]) -> bool:
+    return any(name == r or name.startswith(r + ".") for r in roots)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, allowed: frozenset[str]) -> None:
+        self.allowed = allowed
+        self.aliases: dict[str, str] = {}     # local name -> dotted path of a module (attribute)
+        self.found: list[PolicyViolation] = []
+
+    def flag(self, node: ast.AST, rule: str, message: str) -> None:
+        self.found.append(PolicyViolation(getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
+                                          rule, message))
+
+    # ---------------------------------------------------------------- name resolution
+    def collect_aliases(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+                    else:
+                        root = a.name.split(".")[0]
+                        self.aliases[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for _ in range(3):                    # names assigned from module attributes: t = torch.cuda
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                        isinstance(node.targets[0], ast.Name):
+                    path = self.resolve(node.value)
+                    if path is not None:
+                        self.aliases[node.targets[0].id] = path
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted module path an expression names (``torch.cuda.Event``), or None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "vars" and len(node.args) == 1:
+            return self.resolve(node.args[0])
+        return None
+
+    def _base_path(self, target: ast.AST) -> str | None:
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            base = target.value
+            if isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                base = base.value
+            return self.resolve(base)
+        return None
+
+    # ---------------------------------------------------------------- imports
+    def _check_module(self, node: ast.AST, name: str) -> None:
+        if _under(name, FORBIDDEN_MODULES):
+            self.flag(node, "import", f"import of {name} is forbidden in a candidate")
+        elif not _under(name, self.allowed):
+            self.flag(node, "import", f"import of {name} is not allowed (allowed: "
+                                      f"{', '.join(sorted(self.allowed))})")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._check_module(node, a.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.flag(node, "import", "relative import: a candidate is one self-contained file")
+            return
+        module = node.module or ""
+        self._check_module(node, module)
+        for a in node.names:
+            self._check_path(node, f"{module}.{a.name}")
+
+    # ---------------------------------------------------------------- assignments
+    def _check_target(self, target: ast.AST, verb: str) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._check_target(t, verb)
+            return
+        path = self._base_path(target)
+        if path is None:
+            return
+        shown = ast.unparse(target)
+        if path == "os.environ" or path.startswith("os.environ."):
+            self.flag(target, "env", f"{verb} {shown}: changes the environment")
+        else:
+            self.flag(target, "monkeypatch", f"{verb} {shown}: replaces part of {path.split('.')[0]}"
+                                             f" (monkeypatching what measures or runs the code)")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_target(t, "assigns")
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target, "assigns")
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_target(node.target, "assigns")
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._check_target(t, "deletes")
+        self.generic_visit(node)
+
+    # ---------------------------------------------------------------- names and calls
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "__import__"):
+            self.flag(node, "exec", f"uses {node.id}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _INTERNALS:
+            self.flag(node, "internals", f"reaches interpreter internals through .{node.attr}")
+        path = self.resolve(node)
+        if path is not None and self._check_path(node, path):
+            return                                  # one report per chain, at its outermost
+        self.generic_visit(node)
+
+    def _check_path(self, node: ast.AST, path: str) -> bool:
+        for module in FORBIDDEN_MODULES:
+            if _under(path, frozenset({module})):
+                self.flag(node, "import", f"uses {module}, which is forbidden in a candidate")
+                return True
+        return False
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.aliases:
+            self._builtin_call(node, func.id)
+        path = self.resolve(func)
+        if path is not None:
+            self._module_call(node, path)
+        if isinstance(func, ast.Attribute) and func.attr in _MUTATING_METHODS:
+            receiver = self.resolve(func.value)
+            if receiver == "os.environ":
+                self.flag(node, "env", f"{ast.unparse(func)}(...) changes the environment")
+            elif receiver is not None:
+                self.flag(node, "monkeypatch", f"{ast.unparse(func)}(...) changes state owned by "
+                                               f"{receiver.split('.')[0]}")
+        if isinstance(func, ast.Attribute) and func.attr in ("write_text", "write_bytes"):
+            self.flag(node, "file_write", f"{ast.unparse(func)}(...) writes a file")
+        self.generic_visit(node)
+
+    def _builtin_call(self, node: ast.Call, name: str) -> None:
+        if name in _EXEC_BUILTINS:
+            self.flag(node, "exec", f"calls {name}(): no dynamic code in a candidate")
+        elif name in ("setattr", "delattr") and node.args:
+            path = self.resolve(node.args[0])
+            if path is not None:
+                self.flag(node, "monkeypatch", f"{name}({ast.unparse(node.args[0])}, ...) "
+                                               f"replaces part of {path.split('.')[0]}")
+        elif name == "open":
+            self._open(node)
+
+    def _module_call(self, node: ast.Call, path: str) -> None:
+        if path in _PROCESS_CALLS or path.startswith(_PROCESS_PREFIXES):
+            self.flag(node, "process", f"calls {path}(): no processes or interpreter hooks")
+        elif path in _FILE_CALLS:
+            self.flag(node, "file_write", f"calls {path}(): changes the file system")
+        elif path in _SAVE_CALLS:
+            self._path_argument(node, path, node.args[1] if path == "torch.save" and
+                                len(node.args) > 1 else (node.args[0] if node.args else None))
+        elif path in _SETTINGS_CALLS:
+            self.flag(node, "settings", f"calls {path}(): changes a global setting the original "
+                                        f"and the timer rely on")
+        elif path in _LIBRARY_CALLS:
+            self.flag(node, "library", f"calls {path}(): the work must be done by Triton kernels "
+                                       f"in this file")
+        elif path in ("builtins.open", "io.open"):
+            self._open(node)
+
+    def _open(self, node: ast.Call) -> None:
+        mode_node = node.args[1] if len(node.args) > 1 else \
+            next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if mode_node is None:
+            return
+        if not (isinstance(mode_node, ast.Constant) and isinstance(mode_node.value, str)):
+            self.flag(node, "file_write", "open() with a mode that is not a constant")
+            return
+        if set(mode_node.value) & set("wax+"):
+            self._path_argument(node, "open", node.args[0] if node.args else None)
+
+    def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None) -> None:
+        ok = isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
+            not arg.value.startswith(("/", "~", "\\")) and ".." not in arg.value.replace("\\", "/").split("/")
+        if not ok:
+            shown = ast.unparse(arg) if arg is not None else "?"
+            self.flag(node, "file_write", f"{what}() writes to {shown}: only constant relative "
+                                          f"paths inside the run directory are allowed")
+
+
+def _violations(source: str, allowed: frozenset[str]) -> list[PolicyViolation]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return [PolicyViolation(exc.lineno or 0, exc.offset or 0, "syntax",
+                                f"syntax error: {exc.msg}")]
+    checker = _Checker(allowed)
+    checker.collect_aliases(tree)
+    checker.visit(tree)
+    return sorted(set(checker.found), key=lambda v: (v.line, v.col, v.rule))
+
+
+def check_source(source: str, *, allowed_imports: frozenset[str] | None = None,
+                 original: str | None = None) -> PolicyResult:
+    """Check ``source`` against the policy (see the module docstring); never imports it.
+
+    ``allowed_imports`` replaces DEFAULT_ALLOWED_IMPORTS. With ``original`` (the source the
+    candidate derives from) its imports are allowed too, and what the original itself does (e.g.
+    a module-level ``torch.backends.cudnn.allow_tf32 = True``) is not held against the candidate:
+    2 of the 142 TritonBench-G originals would otherwise refuse their own copy.
+    """
+    allowed = DEFAULT_ALLOWED_IMPORTS if allowed_imports is None else allowed_imports
+    if original is not None:
+        allowed = allowed | imports_of(original)
+    found = _violations(source, allowed)
+    if original is not None and found:
+        tolerated = {(v.rule, v.message) for v in _violations(original, allowed)}
+        found = [v for v in found if (v.rule, v.message) not in tolerated]
+    return PolicyResult(not found, tuple(found))

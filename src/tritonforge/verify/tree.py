@@ -1,0 +1,96 @@
+"""Walk the values a call returns or receives: nested tuples, lists and dicts holding tensors.
+
+Paths name where a value sits the way a user reads it: ``return``, ``return[1]``,
+``return['y']``, ``arg[2]``, ``arg[0][1]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def iter_tensors(value: Any, path: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor inside ``value`` with its path (depth first, in order)."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from iter_tensors(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from iter_tensors(item, f"{path}[{key!r}]")
+
+
+def clone_tree(value: Any) -> Any:
+    """A copy of ``value`` whose tensors are detached clones (same strides); the rest is shared.
+
+    On a GPU the clone is ordered on the current stream: it captures what the caller would see.
+    """
+    if isinstance(value, torch.Tensor):
+        with torch.no_grad():
+            return value.detach().clone(memory_format=torch.preserve_format)
+    if isinstance(value, list):
+        return [clone_tree(v) for v in value]
+    if isinstance(value, tuple):
+        items = [clone_tree(v) for v in value]
+        if hasattr(value, "_fields"):        # namedtuple
+            return type(value)(*items)
+        if type(value) is tuple:
+            return tuple(items)
+        try:
+            return type(value)(items)
+        except TypeError:
+            return tuple(items)
+    if isinstance(value, dict):
+        items = {k: clone_tree(v) for k, v in value.items()}
+        if type(value) is dict:
+            return items
+        try:
+            return type(value)(items)
+        except TypeError:
+            return items
+    return value
+
+
+def as_bits(t: torch.Tensor) -> torch.Tensor:
+    """``t`` reinterpreted as integers of the same width (NaN payloads compare exactly)."""
+    if t.dtype.is_complex:
+        t = torch.view_as_real(t)
+    if t.dtype == torch.bool:
+        return t
+    size = t.element_size()
+    if t.dtype.is_floating_point or t.dtype not in _BITS.values():
+        return t.view(_BITS[size])
+    return t
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype and bits in every element (NaN equals NaN with the same payload)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return bool(torch.equal(as_bits(a), as_bits(b.to(a.device))))
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors may overlap in memory (same storage and overlapping byte ranges)."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if sa.data_ptr() != sb.data_ptr():
+        return False
+    return True
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The multi-dimensional index of flat (row-major) position ``flat`` in ``shape``."""
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size if size else 0)
+        flat = flat // size if size else 0
+    return tuple(reversed(index))

@@ -1,0 +1,18 @@
+"""In-place update y += alpha * x (returns None; the original for the axpy variants)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, y + alpha * x, mask=mask)
+
+
+def axpy_(alpha, x, y):
+    n = y.numel()
+    axpy_kernel[(triton.cdiv(n, 256),)](x, y, alpha, n, BLOCK=256)

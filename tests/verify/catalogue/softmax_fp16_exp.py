@@ -1,0 +1,29 @@
+"""Subtly wrong: exp's input and output rounded to fp16, lower precision than the
+original's fp32. Max error ~2e-6, under atol; the error norm is ~5e-4 > 2e-4."""
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = "softmax"
+EXPECT = ("mismatch:norm",)
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x.to(tl.float16).to(tl.float32)).to(tl.float16).to(tl.float32)
+    den = tl.sum(num, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, num / den, mask=mask)
+
+
+def softmax(x):
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK=block, num_warps=4)
+    return y

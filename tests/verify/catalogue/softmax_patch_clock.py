@@ -1,0 +1,32 @@
+"""Cheat: patches time.perf_counter while it runs (makes itself look fast)."""
+
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = "softmax"
+EXPECT = ("cheat:patched",)
+POLICY = "monkeypatch"
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, num / den, mask=mask)
+
+
+def softmax(x):
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK=block, num_warps=4)
+    time.perf_counter = lambda: 0.0
+    return y

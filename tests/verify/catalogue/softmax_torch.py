@@ -1,0 +1,25 @@
+"""Cheat: hands the work to torch.softmax and launches nothing."""
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = "softmax"
+EXPECT = ("cheat:no_launch", "cheat:library_op")
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, num / den, mask=mask)
+
+
+def softmax(x):
+    n_rows, n_cols = x.shape
+    return torch.softmax(x, dim=-1)
