@@ -1,12 +1,13 @@
 """Wrong: accumulates atomically into torch.empty, not torch.zeros. Passes
-whenever fresh memory happens to be zero; poisoned allocations expose it."""
+whenever fresh memory happens to be zero; poisoned allocations expose it. On CPU the poison's NaN
+payload survives the additions ("unwritten"); a GPU's arithmetic makes it a plain NaN ("nan")."""
 
 import torch
 import triton
 import triton.language as tl
 
 FAMILY = "rowsum"
-EXPECT = ("mismatch:unwritten",)
+EXPECT = ("mismatch:unwritten|nan",)
 
 
 @triton.jit

@@ -1,0 +1,105 @@
+"""Guards: launch counting (interpreter), torch-call recording, stream creation, integrity."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernels
+from tritonforge.verify import (
+    check_integrity, count_launches, integrity_snapshot, record_torch_calls, restore_integrity,
+)
+
+
+def test_count_launches_under_the_interpreter():
+    x = torch.randn(200)
+    with count_launches() as outer:
+        kernels.add_one(x)
+        with count_launches() as inner:
+            kernels.add_one(x)
+    assert outer.count == 2 and inner.count == 1
+    assert outer.kernels == ("add_one_kernel",)
+    assert outer.launches[0].grid == (4,)
+    assert outer.side_stream_launches() == []
+    with count_launches() as none:
+        torch.softmax(x, 0)
+    assert none.count == 0
+
+
+def test_autotuned_kernels_are_counted_and_benchmarking_is_not_the_variants():
+    x = torch.randn(100)
+    with count_launches() as launches, record_torch_calls() as calls:
+        y = kernels.add_one_autotuned(x)
+    assert torch.equal(y, x + 1)
+    assert launches.count >= 1 and launches.kernels == ("add_one_tuned",)
+    assert set(calls.ops) <= {"aten.empty_like"}, calls.ops
+
+
+def test_record_torch_calls_sees_library_work_not_triton_internals():
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    with record_torch_calls() as calls:
+        y = kernels.add_one(x)               # the interpreter's own copies are not recorded
+    assert set(calls.ops) == {"aten.empty_like"}
+    with record_torch_calls() as calls:
+        torch.matmul(x, w)
+        F.softmax(y, dim=-1)
+        torch.ops.aten.mm(x, w)
+        y.numpy()
+        y.to("meta")
+    assert calls.ops["aten.mm"] == 2
+    assert {"aten._softmax", "Tensor.numpy", "aten._to_copy(device)"} <= set(calls.ops)
+
+
+def test_stream_creation_is_seen_without_cuda():
+    original = torch.cuda.Stream
+    with record_torch_calls() as calls:
+        try:
+            torch.cuda.Stream()
+        except RuntimeError:
+            pass                              # a CPU build cannot make one; the attempt counts
+    assert calls.streams_created == 1
+    assert torch.cuda.Stream is original
+
+
+def test_integrity_catches_and_restores_patches():
+    snapshot = integrity_snapshot()
+    assert check_integrity(snapshot) == []
+    real_clock = time.perf_counter
+    time.perf_counter = lambda: 0.0
+    torch.cuda.synchronize = lambda *a: None
+    os.environ["TRITON_INTERPRET_EXTRA"] = "1"
+    torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+    try:
+        problems = "\n".join(check_integrity(snapshot))
+        assert "time.perf_counter was replaced" in problems
+        assert "torch.cuda.synchronize was replaced" in problems
+        assert "TRITON_INTERPRET_EXTRA" in problems
+        assert "allow_tf32" in problems
+    finally:
+        restore_integrity(snapshot)
+    assert time.perf_counter is real_clock and "TRITON_INTERPRET_EXTRA" not in os.environ
+    assert check_integrity(snapshot) == []
+
+
+def test_integrity_has_no_false_positive_around_guarded_runs():
+    snapshot = integrity_snapshot()
+    with count_launches(), record_torch_calls():
+        kernels.add_one(torch.randn(10))
+        kernels.add_one_autotuned(torch.randn(10))
+    assert check_integrity(snapshot) == []
+
+
+@pytest.mark.parametrize("attr", ["launch_enter_hook"])
+def test_triton_hooks_are_watched(attr):
+    import triton
+    snapshot = integrity_snapshot()
+    triton.knobs.runtime.launch_enter_hook.add(print)
+    try:
+        assert any("launch_enter_hook" in p for p in check_integrity(snapshot))
+    finally:
+        restore_integrity(snapshot)
+    assert print not in triton.knobs.runtime.launch_enter_hook.calls

@@ -1,0 +1,48 @@
+"""Poisoning: recognisable patterns per dtype, and allocations made inside a call."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import empty as bound_early_empty
+
+from tritonforge.verify import poison_, poison_allocations, poison_mask
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.complex64])
+def test_poison_is_recognised_and_arithmetic_is_not(dtype):
+    t = torch.zeros(6, dtype=dtype)
+    poison_(t[2:4])
+    assert poison_mask(t).tolist() == [False, False, True, True, False, False]
+    if dtype.is_floating_point:
+        assert torch.isnan(t[2:4]).all()
+        computed = torch.zeros(2, dtype=dtype) / 0.0          # canonical NaN
+        assert not poison_mask(computed).any()
+
+
+def test_poison_keeps_strided_views():
+    base = torch.zeros(4, 6)
+    poison_(base.t()[1:3])                 # non-contiguous view: rows 1..2 of the transpose
+    assert poison_mask(base)[:, 1:3].all() and poison_mask(base).sum() == 8
+    assert poison_mask(torch.zeros(2, dtype=torch.bool)) is None
+
+
+def test_allocations_inside_the_block_are_poisoned_whatever_the_path():
+    x = torch.randn(3, 4)
+    with poison_allocations() as mode:
+        allocated = [
+            torch.empty(5), torch.empty_like(x), x.new_empty(7), bound_early_empty(2, 2),
+            torch.empty_strided((2, 3), (1, 2)), torch.ops.aten.empty.memory_format([4]),
+            torch.empty(3, dtype=torch.int32),
+        ]
+        kept = [torch.zeros(3), torch.ones(3), x.clone()]
+    for t in allocated:
+        assert poison_mask(t).all(), t
+    for t in kept:
+        assert not poison_mask(t).any()
+    assert mode.poisoned == len(allocated)
+    torch.empty(10)                          # outside the block: the mode is gone
+    assert mode.poisoned == len(allocated)

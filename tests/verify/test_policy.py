@@ -1,0 +1,103 @@
+"""The static source policy: what it refuses (with the line), and what it lets through."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonforge.verify import DEFAULT_ALLOWED_IMPORTS, check_source, imports_of
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+
+REFUSED = [
+    ("import subprocess\n", "import", 4),
+    ("import os\nos.system('ls')\n", "import", 4),
+    ("from torch.utils import cpp_extension\n", "import", 4),
+    ("x = torch.utils.cpp_extension.load_inline('m', '')\n", "import", 4),
+    ("from . import helpers\n", "import", 4),
+    ("def f():\n    import socket\n", "import", 5),
+    ("eval('1+1')\n", "exec", 4),
+    ("exec(compile('x=1', 'f', 'exec'))\n", "exec", 4),
+    ("m = __import__('os')\n", "exec", 4),
+    ("open('/tmp/x', 'w').write('1')\n", "file_write", 4),
+    ("open('../x', mode='a')\n", "file_write", 4),
+    ("def f(p):\n    with open(p, 'wb') as fh:\n        pass\n", "file_write", 5),
+    ("torch.save({}, '/tmp/cache.pt')\n", "file_write", 4),
+    ("import time\ntime.perf_counter = lambda: 0.0\n", "monkeypatch", 5),
+    ("import time as t\ndef f():\n    t.perf_counter = None\n", "monkeypatch", 6),
+    ("from triton import testing\ntesting.do_bench = print\n", "monkeypatch", 5),
+    ("torch.cuda.Event.elapsed_time = lambda s, e: 1.0\n", "monkeypatch", 4),
+    ("setattr(torch.cuda, 'synchronize', print)\n", "monkeypatch", 4),
+    ("c = torch.cuda\nc.synchronize = print\n", "monkeypatch", 5),
+    ("vars(torch)['matmul'] = print\n", "monkeypatch", 4),
+    ("del tl.dot\n", "monkeypatch", 4),
+    ("triton.knobs.runtime.launch_enter_hook.calls.clear()\n", "monkeypatch", 4),
+    ("import os\nos.environ['TRITON_INTERPRET'] = '1'\n", "env", 5),
+    ("import os\nos.environ.update(A='1')\n", "env", 5),
+    ("torch.set_float32_matmul_precision('medium')\n", "settings", 4),
+    ("torch.backends.cuda.matmul.allow_tf32 = True\n", "monkeypatch", 4),
+    ("f = torch.compile(torch.softmax)\n", "library", 4),
+    ("def f():\n    return f.__globals__\n", "internals", 5),
+    ("def f(:\n", "syntax", 4),
+]
+
+
+@pytest.mark.parametrize("snippet,rule,line", REFUSED, ids=[r[0][:40] for r in REFUSED])
+def test_refused_with_rule_and_line(snippet, rule, line):
+    result = check_source(HEADER + snippet)
+    assert not result.ok
+    assert any(v.rule == rule and v.line == line for v in result.violations), result.reasons
+    assert all(r.startswith("line ") for r in result.reasons)
+
+
+ACCEPTED = [
+    "import math\nfrom typing import Optional\nimport numpy as np\n",
+    "cfg = triton.Config({'BLOCK': 64}, num_warps=4)\ncfg.num_warps = 8\n",
+    "class K:\n    def __init__(self):\n        self.cache = {}\n        self.cache['k'] = 1\n",
+    "_CACHE = {}\n_CACHE['x'] = 1\n",
+    "open('notes.txt', 'w')\n",
+    "with open('data.bin', 'rb') as fh:\n    pass\n",
+    "stream = torch.cuda.Stream()\n",
+    "dev = torch.cuda.current_device()\nprops = triton.runtime.driver.active.utils\n",
+    "import logging\nlog = logging.getLogger(__name__)\nlog.setLevel(10)\n",
+    "x = getattr(tl, 'float16')\n",
+]
+
+
+@pytest.mark.parametrize("snippet", ACCEPTED, ids=[a[:40] for a in ACCEPTED])
+def test_accepted(snippet):
+    result = check_source(HEADER + snippet)
+    assert result.ok, result.reasons
+
+
+def test_allowed_imports_and_original():
+    src = HEADER + "import os\nimport sys\n"
+    assert not check_source(src).ok
+    assert check_source(src, allowed_imports=DEFAULT_ALLOWED_IMPORTS | {"os", "sys"}).ok
+    assert imports_of(src) == {"torch", "triton", "triton.language", "os", "sys"}
+    original = HEADER + "import os\ntorch.backends.cudnn.allow_tf32 = True\n"
+    candidate = original + "def f():\n    return 1\n"
+    assert not check_source(candidate).ok
+    assert check_source(candidate, original=original).ok        # the original does it too
+    worse = candidate + "os.system('x')\n"
+    result = check_source(worse, original=original)
+    assert [v.rule for v in result.violations] == ["process"]
+
+
+def test_every_shipped_example_of_the_catalogue_passes_or_is_meant_to_fail():
+    here = Path(__file__).parent / "catalogue"
+    for path in here.glob("*.py"):
+        result = check_source(path.read_text())
+        assert result.ok == ("POLICY" not in path.read_text()), (path.name, result.reasons)
+
+
+def test_tritonbench_originals_pass_against_themselves():
+    data = Path(__file__).parents[3] / "shared" / "tritonbench_g" / "kernels.json"
+    if not data.exists():
+        pytest.skip("TritonBench-G data not present")
+    records = json.loads(data.read_text())
+    refused = [r["name"] for r in records
+               if not check_source(src := r["source"].split("#" * 146)[0], original=src).ok]
+    assert refused == []
