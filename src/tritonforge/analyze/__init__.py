@@ -31,10 +31,13 @@ from .model import (
     Literal,
     LoopInfo,
     LoopKind,
+    MemAccess,
     Param,
+    ProgramIdVar,
     SourceAnalysis,
     Span,
     TiledConstexpr,
+    TiledOffset,
     ValueOrigin,
 )
 
@@ -52,10 +55,13 @@ __all__ = [
     "Literal",
     "LoopInfo",
     "LoopKind",
+    "MemAccess",
     "Param",
+    "ProgramIdVar",
     "SourceAnalysis",
     "Span",
     "TiledConstexpr",
+    "TiledOffset",
     "ValueOrigin",
     "analyze_source",
 ]

@@ -85,8 +85,13 @@ def analyze_source(source: str, filename: str = "<source>") -> SourceAnalysis:
                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                       and n.name not in by_name)
     classes = tuple(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    imported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imported.append(alias.asname or alias.name.split(".")[0])
     if kernels and not sites:
         notes.append("no kernel[grid](...) launch found in this file")
     log.debug("analyzed %s: %d kernels, %d launch sites", filename, len(kernels), len(sites))
     return SourceAnalysis(content_hash(source), tuple(kernels), sites, entries, functions, classes,
-                          tuple(notes))
+                          tuple(dict.fromkeys(imported)), tuple(notes))

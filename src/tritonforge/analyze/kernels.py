@@ -9,7 +9,6 @@ program id (``pid * BLOCK``: the grid must follow them), which loops hold loads.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 from ._astutil import (
     SourceText,
@@ -19,6 +18,15 @@ from ._astutil import (
     names_in,
     tl_name,
     walk_in_order,
+)
+from .flow import (
+    ATOMICS,
+    BodyReader,
+    call_arg,
+    find_accesses,
+    find_offsets,
+    find_pid_vars,
+    stepped_constexprs,
 )
 from .model import (
     AutotuneConfig,
@@ -30,9 +38,6 @@ from .model import (
     Param,
     TiledConstexpr,
 )
-
-_ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
-            "atomic_xchg", "atomic_cas")
 
 
 def _decorator_target(dec: ast.expr) -> str:
@@ -49,15 +54,6 @@ def is_kernel_def(node: ast.AST) -> bool:
         is_jit_decorator(d) for d in node.decorator_list)
 
 
-def _call_arg(call: ast.Call, pos: int, kw: str) -> ast.expr | None:
-    for k in call.keywords:
-        if k.arg == kw:
-            return k.value
-    if len(call.args) > pos and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
-        return call.args[pos]
-    return None
-
-
 def _str_list(node: ast.expr | None) -> tuple[str, ...]:
     if isinstance(node, (ast.List, ast.Tuple)):
         return tuple(e.value for e in node.elts
@@ -67,7 +63,7 @@ def _str_list(node: ast.expr | None) -> tuple[str, ...]:
 
 def _parse_config(call: ast.Call, text: SourceText) -> AutotuneConfig:
     kwargs: list[tuple[str, object]] = []
-    d = _call_arg(call, 0, "kwargs")
+    d = call_arg(call, 0, "kwargs")
     if isinstance(d, ast.Dict):
         for k, v in zip(d.keys, d.values):
             if isinstance(k, ast.Constant) and isinstance(k.value, str):
@@ -75,7 +71,7 @@ def _parse_config(call: ast.Call, text: SourceText) -> AutotuneConfig:
                 kwargs.append((k.value, val if ok else None))
 
     def lit(name: str, pos: int) -> int | None:
-        ok, val = literal_value(_call_arg(call, pos, name))
+        ok, val = literal_value(call_arg(call, pos, name))
         return val if ok and isinstance(val, int) else None
 
     return AutotuneConfig(tuple(kwargs), lit("num_warps", 1), lit("num_stages", 2), text.text(call))
@@ -83,7 +79,7 @@ def _parse_config(call: ast.Call, text: SourceText) -> AutotuneConfig:
 
 def parse_autotune(dec: ast.Call, text: SourceText,
                    module_assigns: dict[str, ast.expr]) -> AutotuneInfo:
-    configs = _call_arg(dec, 0, "configs")
+    configs = call_arg(dec, 0, "configs")
     resolved = configs
     if isinstance(configs, ast.Name) and configs.id in module_assigns:
         resolved = module_assigns[configs.id]
@@ -94,15 +90,21 @@ def parse_autotune(dec: ast.Call, text: SourceText,
         isinstance(e, ast.Call) and _decorator_target(e).split(".")[-1] == "Config"
         for e in resolved.elts)
     kw = {k.arg for k in dec.keywords}
+    head = resolved.left if isinstance(resolved, ast.BinOp) and isinstance(resolved.op, ast.Add) \
+        else resolved
+    extendable = isinstance(head, ast.List) and any(
+        isinstance(e, ast.Call) and _decorator_target(e).split(".")[-1] == "Config"
+        for e in head.elts)
     return AutotuneInfo(
         configs=tuple(_parse_config(c, text) for c in calls),
-        key=_str_list(_call_arg(dec, 1, "key")),
+        key=_str_list(call_arg(dec, 1, "key")),
         configs_source=text.text(configs),
         configs_literal=literal,
-        restore_value=_str_list(_call_arg(dec, 99, "restore_value")),
-        reset_to_zero=_str_list(_call_arg(dec, 99, "reset_to_zero")),
+        restore_value=_str_list(call_arg(dec, 99, "restore_value")),
+        reset_to_zero=_str_list(call_arg(dec, 99, "reset_to_zero")),
         has_prune="prune_configs_by" in kw,
         has_hooks=bool(kw & {"pre_hook", "post_hook"}),
+        configs_extendable=extendable,
     )
 
 
@@ -126,100 +128,6 @@ def _params(fn: ast.FunctionDef, text: SourceText) -> tuple[Param, ...]:
     return tuple(out)
 
 
-@dataclass
-class _Flow:
-    """Local assignments of a kernel body: name -> the expressions assigned to it."""
-
-    assigns: dict[str, list[ast.expr | None]] = field(default_factory=dict)
-
-    def add(self, target: ast.expr, value: ast.expr | None) -> None:
-        if isinstance(target, ast.Name):
-            self.assigns.setdefault(target.id, []).append(value)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) \
-                and len(value.elts) == len(target.elts) else [None] * len(target.elts)
-            for t, v in zip(target.elts, values):
-                self.add(t, v)
-
-
-def _collect_flow(body: list[ast.stmt]) -> _Flow:
-    flow = _Flow()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    flow.add(t, node.value)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                flow.add(node.target, node.value)
-            elif isinstance(node, (ast.For, ast.comprehension)):
-                flow.add(node.target, None)
-    return flow
-
-
-class _BodyReader:
-    def __init__(self, fn: ast.FunctionDef, params: tuple[Param, ...]):
-        self.fn = fn
-        self.runtime = {p.name for p in params if not p.is_constexpr}
-        self.constexprs = {p.name for p in params if p.is_constexpr}
-        self.flow = _collect_flow(fn.body)
-        self._axes_memo: dict[str, frozenset[int]] = {}
-
-    def bases(self, expr: ast.expr | None, seen: frozenset[str] = frozenset()) -> set[str]:
-        """Runtime params a pointer expression is based on (the leftmost term of ``+`` chains)."""
-        if expr is None:
-            return set()
-        if isinstance(expr, ast.Name):
-            if expr.id in self.runtime:     # a param, even when the body reassigns it from itself
-                return {expr.id}
-            if expr.id in seen:
-                return set()
-            out: set[str] = set()
-            for value in self.flow.assigns.get(expr.id, []):
-                out |= self.bases(value, seen | {expr.id})
-            return out
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
-            left = self.bases(expr.left, seen)
-            return left or (self.bases(expr.right, seen) if isinstance(expr.op, ast.Add) else set())
-        if isinstance(expr, ast.IfExp):
-            return self.bases(expr.body, seen) | self.bases(expr.orelse, seen)
-        if isinstance(expr, ast.Call):
-            name = tl_name(expr.func)
-            if name in ("make_block_ptr", "make_tensor_descriptor"):
-                return self.bases(_call_arg(expr, 0, "base"), seen)
-            if name == "advance":
-                return self.bases(_call_arg(expr, 0, "base"), seen)
-            if name in ("multiple_of", "max_contiguous", "max_constancy"):
-                return self.bases(_call_arg(expr, 0, "input"), seen)
-            if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("to", "cast"):
-                return self.bases(expr.func.value, seen)
-        if isinstance(expr, ast.Subscript):
-            return self.bases(expr.value, seen)
-        return set()
-
-    def pid_axes(self, expr: ast.expr | None) -> frozenset[int]:
-        """Grid axes whose program id flows into ``expr``."""
-        if expr is None:
-            return frozenset()
-        axes: set[int] = set()
-        for node in ast.walk(expr):
-            if is_tl_call(node, "program_id"):
-                ok, axis = literal_value(_call_arg(node, 0, "axis"))
-                axes.add(axis if ok and isinstance(axis, int) else -1)
-            elif isinstance(node, ast.Name) and node.id in self.flow.assigns:
-                axes |= self._name_axes(node.id)
-        return frozenset(axes)
-
-    def _name_axes(self, name: str) -> frozenset[int]:
-        if name in self._axes_memo:
-            return self._axes_memo[name]
-        self._axes_memo[name] = frozenset()      # cycle guard: a name is not its own source
-        axes: frozenset[int] = frozenset()
-        for value in self.flow.assigns[name]:
-            axes |= self.pid_axes(value)
-        self._axes_memo[name] = axes
-        return axes
-
-
 def _loops(fn: ast.FunctionDef, text: SourceText) -> tuple[LoopInfo, ...]:
     found: list[LoopInfo] = []
 
@@ -238,7 +146,7 @@ def _loops(fn: ast.FunctionDef, text: SourceText) -> tuple[LoopInfo, ...]:
                 kind = LoopKind.RANGE
             elif tl == "range":
                 kind = LoopKind.TL_RANGE
-                ok, val = literal_value(_call_arg(it, 99, "num_stages"))
+                ok, val = literal_value(call_arg(it, 99, "num_stages"))
                 num_stages = val if ok and isinstance(val, int) else None
             elif tl == "static_range":
                 kind = LoopKind.STATIC_RANGE
@@ -276,14 +184,14 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
         if last == "autotune" and isinstance(dec, ast.Call):
             autotune = parse_autotune(dec, text, module_assigns)
         elif last == "heuristics" and isinstance(dec, ast.Call):
-            values = _call_arg(dec, 0, "values")
+            values = call_arg(dec, 0, "values")
             if isinstance(values, ast.Dict):
                 heuristics += [k.value for k in values.keys
                                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
         elif is_jit_decorator(dec) and isinstance(dec, ast.Call):
             jit_kwargs = ", ".join(text.text(a) for a in list(dec.args) + list(dec.keywords))
 
-    reader = _BodyReader(fn, params)
+    reader = BodyReader(fn, params)
     loaded: set[str] = set()
     stored: set[str] = set()
     atomic: set[str] = set()
@@ -312,21 +220,21 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
             plain = dotted(node.func)
             if name == "load":
                 loads += 1
-                loaded |= reader.bases(_call_arg(node, 0, "pointer"))
+                loaded |= reader.bases(call_arg(node, 0, "pointer"))
             elif name == "store":
                 stores += 1
-                b = reader.bases(_call_arg(node, 0, "pointer"))
+                b = reader.bases(call_arg(node, 0, "pointer"))
                 stored |= b
                 unresolved += not b
-            elif name in _ATOMICS:
+            elif name in ATOMICS:
                 atomics.append(name)
-                b = reader.bases(_call_arg(node, 0, "pointer"))
+                b = reader.bases(call_arg(node, 0, "pointer"))
                 atomic |= b
                 unresolved += not b
             elif name in ("dot", "dot_scaled"):
                 uses_dot = True
             elif name == "program_id":
-                ok, axis = literal_value(_call_arg(node, 0, "axis"))
+                ok, axis = literal_value(call_arg(node, 0, "axis"))
                 axes.append(axis if ok and isinstance(axis, int) else -1)
             elif name == "num_programs":
                 uses_num_programs = True
@@ -340,6 +248,9 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
     srt = lambda names: tuple(sorted(names, key=lambda n: order.get(n, 1 << 30)))  # noqa: E731
     first = fn.decorator_list[0] if fn.decorator_list else fn
     start = text.span(first)
+    if fn.decorator_list:       # ast puts decorators after the "@": the span starts at it
+        at = text.lines[start.line - 1].rfind("@", 0, start.col + 1)
+        start = type(start)(start.line, max(at, 0), start.end_line, start.end_col)
     end = text.span(fn)
     return KernelInfo(
         name=fn.name,
@@ -367,4 +278,12 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
         compared_params=srt(compared),
         has_return=has_return,
         nested=nested,
+        stepped_constexprs=srt(stepped_constexprs(fn, reader)),
+        program_id_calls=tuple(axes),
+        pid_vars=tuple(find_pid_vars(fn, reader, text)),
+        offsets=tuple(find_offsets(fn, reader, text)),
+        accesses=tuple(find_accesses(fn, reader, text)),
+        body_names=tuple(sorted(reader.flow.assigns)),
+        has_varargs=fn.args.vararg is not None or fn.args.kwarg is not None,
+        reassigned_params=srt(set(reader.flow.assigns) & set(order)),
     )

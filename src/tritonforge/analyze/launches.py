@@ -112,6 +112,13 @@ class _Resolver:
                 return ValueOrigin.COMPUTED, None, None
         return ValueOrigin.COMPUTED, None, None
 
+    def single_value(self, name: str, line: int) -> ast.expr | None:
+        """What a local name is assigned, when the enclosing function assigns it exactly once."""
+        if self.local is None or name in self.local.params:
+            return None
+        entries = self.local.assigns.get(name, [])
+        return entries[0][1] if len(entries) == 1 and entries[0][0] <= line else None
+
     def last_value(self, name: str, line: int) -> ast.expr | None:
         for scope in (self.local, self.module):
             if scope is None or name in scope.params:
@@ -194,8 +201,10 @@ def _arg(node: ast.expr, text: SourceText, res: _Resolver, line: int, *, positio
                          origin)
     if isinstance(node, ast.Name):
         origin, value, vline = res.literal(node.id, line)
+        single = res.single_value(node.id, line)
         return LaunchArg(text.text(node), text.span(node), position, keyword, param, value,
-                         origin is not ValueOrigin.COMPUTED, origin, node.id, vline)
+                         origin is not ValueOrigin.COMPUTED, origin, node.id, vline,
+                         text.text(single) if single is not None else None)
     return LaunchArg(text.text(node), text.span(node), position, keyword, param)
 
 
@@ -219,11 +228,13 @@ def _knobs(index: int, kernel: KernelInfo | None, name: str, args: tuple[LaunchA
     if kernel is not None:
         tuned = set(kernel.autotune.tuned_names) if kernel.autotune else set()
         tiled = {t.name for t in kernel.tiled_constexprs}
+        blocks = set(kernel.block_constexprs)
         for p in kernel.constexpr_params:
             arg = next((a for a in args if a.param == p.name), None)
             follows = p.name in grid.meta_keys or (
                 arg is not None and arg.variable is not None and arg.variable in grid.names)
-            common = dict(tiles_grid=p.name in tiled, grid_follows=follows)
+            common = dict(tiles_grid=p.name in tiled, grid_follows=follows,
+                          block_like=p.name in blocks)
             if p.name in tuned and arg is None:
                 knobs.append(ConstexprKnob(p.name, None, ValueOrigin.AUTOTUNE, "configs", **common))
             elif p.name in kernel.heuristics and arg is None:

@@ -69,6 +69,7 @@ class AutotuneInfo:
     reset_to_zero: tuple[str, ...] = ()
     has_prune: bool = False                   # prune_configs_by= present
     has_hooks: bool = False                   # pre_hook= / post_hook= present
+    configs_extendable: bool = False          # a list display (maybe ``[...] + more``) to append to
 
     @property
     def tuned_names(self) -> tuple[str, ...]:
@@ -111,6 +112,43 @@ class TiledConstexpr:
 
 
 @dataclass(frozen=True)
+class MemAccess:
+    """One tl.load / tl.store / tl.atomic_* call of a kernel."""
+
+    op: str                          # "load", "store", "atomic_add", ...
+    span: Span
+    bases: tuple[str, ...]           # pointer params it goes through ("" unknown: empty)
+    in_loop: bool
+    masked: bool
+    block_ptr: bool = False          # through tl.make_block_ptr / tl.advance
+    eviction_policy: str | None = None
+    cache_modifier: str | None = None
+
+
+@dataclass(frozen=True)
+class TiledOffset:
+    """``offs = pid * BLOCK + tl.arange(0, BLOCK)``: a contiguous tile of BLOCK starting at a
+    multiple of BLOCK (what ``tl.multiple_of``/``tl.max_contiguous`` hints describe)."""
+
+    name: str
+    span: Span                       # the assignment statement
+    block: str                       # the block size as written (a constexpr name or a literal)
+    axes: tuple[int, ...]
+    hinted: bool                     # already wrapped in tl.multiple_of / tl.max_contiguous
+    top_level: bool                  # a statement directly in the kernel body
+
+
+@dataclass(frozen=True)
+class ProgramIdVar:
+    """``pid = tl.program_id(axis)`` as a statement directly in the kernel body."""
+
+    name: str
+    axis: int
+    span: Span
+    reassigned: bool                 # assigned again elsewhere in the kernel
+
+
+@dataclass(frozen=True)
 class KernelInfo:
     """One ``@triton.jit`` function and what its body does."""
 
@@ -138,6 +176,14 @@ class KernelInfo:
     compared_params: tuple[str, ...] = ()   # runtime params compared or used as loop bounds
     has_return: bool = False                # a ``return`` anywhere in the body
     nested: bool = False                    # defined inside another function or class
+    stepped_constexprs: tuple[str, ...] = ()  # constexprs that step a loop (range(0, N, BLOCK))
+    program_id_calls: tuple[int, ...] = ()  # axis of every tl.program_id call, in order
+    pid_vars: tuple[ProgramIdVar, ...] = ()
+    offsets: tuple[TiledOffset, ...] = ()
+    accesses: tuple[MemAccess, ...] = ()
+    body_names: tuple[str, ...] = ()        # every name assigned in the body
+    has_varargs: bool = False               # *args / **kwargs in the signature
+    reassigned_params: tuple[str, ...] = ()  # params the body assigns to (X = X + pid * N)
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -162,6 +208,14 @@ class KernelInfo:
         """Pointer params both read and written: running the kernel twice changes the result."""
         written = set(self.stored_params) | set(self.atomic_params)
         return tuple(p for p in self.loaded_params if p in written)
+
+    @property
+    def block_constexprs(self) -> tuple[str, ...]:
+        """Constexprs that act as tile sizes (they multiply a program id or step a loop): the
+        ones a search may vary without changing what the kernel computes, provided the grid
+        follows. Others (HEAD_DIM, ACTIVATION, IS_CAUSAL) describe the problem itself."""
+        tiled = {t.name for t in self.tiled_constexprs} | set(self.stepped_constexprs)
+        return tuple(p.name for p in self.params if p.is_constexpr and p.name in tiled)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -203,6 +257,7 @@ class LaunchArg:
     origin: ValueOrigin = ValueOrigin.COMPUTED
     variable: str | None = None      # the local/global name it reads, when it is a bare name
     variable_line: int | None = None  # the line assigning that name its literal
+    assigned: str | None = None      # what that name is assigned, when assigned once (any value)
 
 
 @dataclass(frozen=True)
@@ -215,6 +270,7 @@ class ConstexprKnob:
     source: str = ""                 # how it is written at the launch (or the default / config)
     tunable: bool = False            # constexpr_override can set it here
     tiles_grid: bool = False         # the kernel multiplies a program id by it
+    block_like: bool = False         # a tile size (KernelInfo.block_constexprs): safe to vary
     grid_follows: bool = False       # the grid is written in terms of it
 
 
@@ -295,6 +351,7 @@ class SourceAnalysis:
     entry_candidates: tuple[str, ...]       # top-level callables that reach a launch
     functions: tuple[str, ...] = ()         # top-level functions
     classes: tuple[str, ...] = ()           # top-level classes
+    module_names: tuple[str, ...] = ()      # names bound by top-level imports ("triton", "tl")
     notes: tuple[str, ...] = field(default=())
 
     def kernel(self, name: str) -> KernelInfo:

@@ -1,0 +1,72 @@
+"""Source-to-source transforms of Triton kernel files, by name.
+
+Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(analysis, **params)
+-> Applicability`` (from the static analysis alone, with the reason when it does not apply) and
+``apply(source, analysis=None, **params) -> str`` (libcst rewrites that keep comments and layout;
+``TransformError`` with the reason when it cannot).
+
+    launch_params       num_warps / num_stages at launch sites, or on autotune configs
+    constexpr_override  a literal block size at a launch; the grid follows
+    autotune            @triton.autotune over block sizes and launch options; META grids
+    autotune_widen      more configs on an existing @triton.autotune
+    loop_pipelining     range(...) loops with loads -> tl.range(..., num_stages=S)
+    offset_hints        tl.multiple_of / tl.max_contiguous on pid * BLOCK + arange offsets
+    cache_hints         eviction_policy / cache_modifier on loads
+    pid_swizzle         grouped program ordering for 2-D tiled kernels
+    persistent_grid     1-D grid over tiles -> one program per SM looping over tiles
+
+This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
+GPU image lacks it, so only the driver side imports this package.
+"""
+
+from __future__ import annotations
+
+from ..errors import EnvironmentProblem, TransformError
+
+try:
+    import libcst  # noqa: F401
+except ImportError:   # pragma: no cover - exercised on the GPU image only
+    raise EnvironmentProblem(
+        "tritonforge.transforms needs libcst, which is not installed",
+        hint="pip install 'tritonforge[transforms]' (or: pip install libcst)") from None
+
+from .autotune import AutotuneInjection
+from .autotune_widen import AutotuneWiden
+from .base import Applicability, Transform
+from .body import CacheHints, LoopPipelining, OffsetHints
+from .configs import ConfigSpec
+from .constexpr import ConstexprOverride
+from .launch_params import LaunchParams
+from .persistent import PersistentGrid
+from .swizzle import PidSwizzle
+
+REGISTRY: dict[str, Transform] = {t.name: t for t in (
+    LaunchParams(),
+    ConstexprOverride(),
+    AutotuneInjection(),
+    AutotuneWiden(),
+    LoopPipelining(),
+    OffsetHints(),
+    CacheHints(),
+    PidSwizzle(),
+    PersistentGrid(),
+)}
+
+
+def get(name: str) -> Transform:
+    """The transform registered under ``name``; TransformError naming the known ones if none."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise TransformError(f"unknown transform {name!r}",
+                             hint="known transforms: " + ", ".join(REGISTRY)) from None
+
+
+__all__ = [
+    "Applicability",
+    "ConfigSpec",
+    "REGISTRY",
+    "Transform",
+    "TransformError",
+    "get",
+]

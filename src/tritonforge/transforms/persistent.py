@@ -1,0 +1,176 @@
+"""Persistent grid: launch one program per SM and loop over the tiles of a 1-D grid.
+
+    pid = tl.program_id(0)              for pid in range(tl.program_id(0), tf_num_tiles,
+    ...body...                    ->                     tl.num_programs(0)):
+                                            ...body...
+    kernel[(T,)](args)                  kernel[(min(_tf_num_sms(), T),)](args, tf_num_tiles=T)
+
+It applies only where that is the same computation: the kernel reads its program id once, as a
+statement of its body, on a 1-D grid written as a tuple; it never returns early (that would end
+the loop), never reads tl.num_programs, takes no locks, and never reassigns a parameter (the
+change would carry over to the next tile). It refuses more often than it applies; the reason
+says which condition failed. Whether it is faster is for the timing to say: it pays off where
+launch and tail effects dominate (many small tiles).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from ..analyze import KernelInfo, LaunchSite, SourceAnalysis
+from ._cst import append_param, edit_kernel, grid_node, kw_arg, launch_calls, replace
+from .base import Applicability, Transform, first_no
+
+TILES = "tf_num_tiles"
+SMS_HELPER = "_tf_num_sms"
+_HELPER_SRC = f'''
+
+def {SMS_HELPER}():
+    """Streaming multiprocessors of the current GPU (persistent grids launch one program per SM;
+    4 without a GPU, under the Triton interpreter)."""
+    import torch
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return 4
+'''
+
+
+def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
+    pid = [v for v in k.pid_vars if v.axis == 0]
+    if k.program_id_calls != (0,) or len(pid) != 1:
+        return f"{k.name} does not read tl.program_id(0) exactly once as `pid = ...` (calls: " \
+               f"axes {list(k.program_id_calls)})"
+    if pid[0].reassigned:
+        return f"{k.name} reassigns {pid[0].name}"
+    if k.has_return:
+        return f"{k.name} returns early: in a persistent loop that would skip later tiles"
+    if k.uses_num_programs:
+        return f"{k.name} reads tl.num_programs"
+    if {"atomic_cas", "atomic_xchg"} & set(k.atomics):
+        return f"{k.name} takes a lock (atomic_cas/xchg)"
+    if k.reassigned_params:
+        return f"{k.name} reassigns parameter {k.reassigned_params[0]}: in a loop the change " \
+               "would carry over to the next tile"
+    if k.has_varargs or TILES in k.param_names:
+        return f"{k.name} takes *args/**kwargs or already has {TILES}"
+    sites = analysis.sites_of(k.name)
+    if not sites:
+        return f"{k.name} is not launched in this file"
+    first_default = next((p.index for p in k.params if p.default is not None), len(k.params))
+    for s in sites:
+        if s.grid.kind.value != "tuple" or s.grid.dims != 1:
+            return f"site {s.index}: the grid `{s.grid.source}` is not a 1-D tuple"
+        if s.has_star_args:
+            return f"site {s.index} passes *args/**kwargs"
+        if any(a.position is not None and a.position >= first_default for a in s.args):
+            return f"site {s.index} passes parameters with defaults by position"
+    if "torch" not in analysis.module_names and SMS_HELPER not in analysis.functions:
+        return "the file does not import torch (needed to count SMs)"
+    return None
+
+
+def _tiles_expr(call: cst.Call, site: LaunchSite) -> str:
+    """Source of the number of tiles: the single grid element (or ``grid[0]`` for a name)."""
+    g = grid_node(call)
+    if isinstance(g, cst.Name):
+        return f"{g.value}[0]"
+    if isinstance(g, cst.Tuple) and len(g.elements) == 1:
+        return cst.Module([]).code_for_node(g.elements[0].value)
+    sub = call.func
+    if len(sub.slice) == 1 and isinstance(g, cst.BaseExpression):   # k[n,] -> element n
+        return cst.Module([]).code_for_node(g)
+    return f"({site.grid.source})[0]"
+
+
+class PersistentGrid(Transform):
+    name = "persistent_grid"
+    summary = "1-D grid over tiles -> one program per SM looping over the tiles"
+    param_names = ("kernel",)
+
+    def _targets(self, analysis: SourceAnalysis, kernel: str | None):
+        out, reasons = [], []
+        for k in analysis.kernels:
+            if kernel is not None and k.name != kernel:
+                continue
+            if kernel is None and not analysis.sites_of(k.name):
+                continue
+            why = check_persistent(analysis, k)
+            if why:
+                reasons.append(why)
+            else:
+                out.append(k)
+        return out, reasons
+
+    def _applies(self, analysis: SourceAnalysis, kernel: str | None = None,
+                 **_: Any) -> Applicability:
+        targets, reasons = self._targets(analysis, kernel)
+        if not targets:
+            return first_no(reasons, "launched kernel")
+        return Applicability.yes([k.name for k in targets], "; ".join(reasons))
+
+    def _apply(self, source: str, analysis: SourceAnalysis, kernel: str | None = None,
+               **_: Any) -> str:
+        targets, _ = self._targets(analysis, kernel)
+        tl = "tl" if "tl" in analysis.module_names else "triton.language"
+        for k in sorted(targets, key=lambda k: -k.span.line):
+            pid = next(v for v in k.pid_vars if v.axis == 0)
+
+            def loop(fn: cst.FunctionDef, pid=pid) -> cst.FunctionDef:
+                body = list(fn.body.body)
+                at = next(i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                          and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
+                          and isinstance(s.body[0].targets[0].target, cst.Name)
+                          and s.body[0].targets[0].target.value == pid.name)
+                head = cst.parse_statement(
+                    f"for {pid.name} in range({tl}.program_id(0), {TILES}, "
+                    f"{tl}.num_programs(0)):\n    pass\n")
+                head = head.with_changes(body=head.body.with_changes(body=body[at + 1:]),
+                                         leading_lines=body[at].leading_lines)
+                fn = fn.with_changes(body=fn.body.with_changes(body=body[:at] + [head]))
+                return append_param(fn, cst.Param(name=cst.Name(TILES)), before_defaults=True)[0]
+
+            source = edit_kernel(source, k, {}, whole=loop)
+        return self._launches(source, analysis, targets)
+
+    def _launches(self, source: str, analysis: SourceAnalysis, kernels: list[KernelInfo]) -> str:
+        from ..analyze import analyze_source
+
+        fresh = analyze_source(source)      # the kernels changed above; launches did not move
+        module = cst.parse_module(source)
+        calls = launch_calls(module, fresh)
+        edits: dict[int, Any] = {}
+        names = {k.name for k in kernels}
+        for s in fresh.launch_sites:
+            if s.kernel not in names:
+                continue
+            call = calls[s.index]
+            tiles = _tiles_expr(call, s)
+
+            def edit(c: cst.Call, tiles=tiles) -> cst.Call:
+                sub = c.func
+                grid = cst.parse_expression(f"(min({SMS_HELPER}(), {tiles}),)")
+                elem = cst.SubscriptElement(slice=cst.Index(value=grid))
+                from ._cst import append_arg
+                args = append_arg(list(c.args), kw_arg(TILES, cst.parse_expression(tiles)))
+                return c.with_changes(func=sub.with_changes(slice=[elem]), args=args)
+
+            edits[id(call)] = edit
+        if SMS_HELPER not in fresh.functions:
+            edits[id(module)] = _add_helper
+        return replace(module, edits).code
+
+
+def _add_helper(module: cst.Module) -> cst.Module:
+    """Insert the SM-count helper after the last top-level import."""
+    body = list(module.body)
+    last_import = -1
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            last_import = i
+    helper = cst.parse_module(_HELPER_SRC).body
+    fn = helper[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    body.insert(last_import + 1, fn)
+    return module.with_changes(body=body)
