@@ -88,6 +88,20 @@ def test_unwritten_is_told_apart_from_computed_nan():
     assert cmp(ref_poisoned, poison_(ref.clone())) == []
 
 
+def test_what_the_original_leaves_unwritten_is_not_compared():
+    ref = torch.randn(6, 4)
+    poison_(ref[4:])                       # padding rows the original never writes
+    cand = ref.clone()
+    cand[4:] = 0.0                         # a candidate that zeroes them is not wrong
+    assert cmp(ref, cand) == []
+    cand[0, 0] += 1.0                      # ... but the written part still counts
+    [m] = cmp(ref, cand)
+    assert m.kind == "value" and m.worst_index == (0, 0) and m.n_bad == 1
+    iref = torch.arange(6, dtype=torch.int32)
+    poison_(iref[4:])
+    assert cmp(iref, torch.arange(6, dtype=torch.int32)) == []
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
 def test_integers_are_exact_and_poisonable(dtype):
     ref = torch.arange(10).to(dtype)

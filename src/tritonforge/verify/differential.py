@@ -369,9 +369,11 @@ def verify(
 
     ``make_invocation(module, case, seed, device)`` must build identical inputs for identical
     (case, seed). ``seeds_for`` defaults to ``case.seeds``; ``tolerance_for`` to BENCHMARK.md's
-    table. Raises ``OracleFailure`` when the original itself fails on a case, and re-raises a
+    table. Raises ValueError without cases, ``OracleFailure`` when the original itself fails on a case, and re-raises a
     candidate's exception unless ``options.catch_errors``.
     """
+    if not cases:
+        raise ValueError("verify needs at least one case: a verification of nothing proves nothing")
     seeds_for = seeds_for or (lambda case: case.seeds)
     v = _Verifier(reference_module, candidate_module, make_invocation,
                   tolerance_for or tolerance_table(), device, options)
