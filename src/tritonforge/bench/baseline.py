@@ -169,3 +169,8 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
     records = [r for r in (store.get_record("baseline", t.name) for t in tasks) if r is not None]
     left = [t.name for t in tasks if store.get_record("baseline", t.name) is None]
     return records, left
+
+
+from ..model.serialize import register as _register  # noqa: E402
+
+_register(CaseBaseline, BaselineRecord, RunCheck)

@@ -49,3 +49,8 @@ def self_check(task: Task, evaluator: Evaluator, case_ids: tuple[str, ...] | Non
     total_a = sum(r.median_a_ms for r in ratios)
     total_b = sum(r.median_b_ms for r in ratios)
     return SelfCheck(task.name, tuple(ratios), total_a / total_b if total_b else float("nan"))
+
+
+from ..model.serialize import register as _register  # noqa: E402
+
+_register(SelfRatio, SelfCheck)

@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall
+from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall, content_hash
 from .inputs import build_args, clone_tree, seed_everything
+from .loader import write_module_file
 
 
 @dataclass
@@ -60,6 +61,18 @@ class InvocationBuilder:
         self._captures: dict[tuple[str, int, int], tuple[tuple, dict]] = {}
         self._perf_inputs: dict[tuple[int, int], list[Any]] = {}
         self._perf_instances: dict[tuple[str, int], Any] = {}
+        self._code: dict[tuple[str, int], Any] = {}
+
+    def compile_file(self, source: str, kind: str):
+        """Compile ``source`` from a real file: @triton.jit kernels defined in test sections and
+        perf scripts need ``inspect.getsource``, which needs a file."""
+        key = (kind, hash(source))
+        code = self._code.get(key)
+        if code is None:
+            path = write_module_file(self.module_dir / "scripts", f"{kind}_{content_hash(source)}", source)
+            code = compile(source, str(path), "exec")
+            self._code[key] = code
+        return code
 
     # ------------------------------------------------------------------ public
     def build(self, module: types.ModuleType, case: Case, seed: int) -> Invocation:
@@ -105,7 +118,7 @@ class InvocationBuilder:
             "__file__": str(self.module_dir / "perf" / f"perf_{recipe.module_name}.py"),
         }
         try:
-            exec(compile(recipe.script, f"<perf script {recipe.module_name}>", "exec"), namespace)
+            exec(self.compile_file(recipe.script, f"perf_{recipe.module_name}"), namespace)
         finally:
             if previous is not None:
                 sys.modules[qualified] = previous
@@ -136,7 +149,7 @@ class InvocationBuilder:
         return len(self._perf_inputs[(hash(recipe.script), seed)])
 
     def _test_section(self, module: types.ModuleType, recipe: TestSectionCall, seed: int) -> Invocation:
-        code = compile(recipe.source, "<test section>", "exec")
+        code = self.compile_file(recipe.source, "test_section")
 
         def call() -> Any:
             namespace = dict(module.__dict__)
@@ -169,7 +182,7 @@ class InvocationBuilder:
             namespace[recipe.entry] = recorder
         seed_everything(seed)
         try:
-            exec(compile(recipe.source, "<test section>", "exec"), namespace)
+            exec(self.compile_file(recipe.source, "test_section"), namespace)
         except _Captured as got:
             self._captures[key] = (got.args_, got.kwargs_)
             return self._captures[key]
