@@ -77,6 +77,21 @@ def _parse_config(call: ast.Call, text: SourceText) -> AutotuneConfig:
     return AutotuneConfig(tuple(kwargs), lit("num_warps", 1), lit("num_stages", 2), text.text(call))
 
 
+def _is_config(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _decorator_target(node).split(".")[-1] == "Config"
+
+
+def _complete(node: ast.AST | None) -> bool:
+    """Whether every config comes from a ``triton.Config`` call written in ``node``."""
+    if isinstance(node, ast.List):
+        return bool(node.elts) and all(_is_config(e) for e in node.elts)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return _is_config(node.elt)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _complete(node.left) and _complete(node.right)
+    return False
+
+
 def parse_autotune(dec: ast.Call, text: SourceText,
                    module_assigns: dict[str, ast.expr]) -> AutotuneInfo:
     configs = call_arg(dec, 0, "configs")
@@ -96,6 +111,7 @@ def parse_autotune(dec: ast.Call, text: SourceText,
         isinstance(e, ast.Call) and _decorator_target(e).split(".")[-1] == "Config"
         for e in head.elts)
     return AutotuneInfo(
+        configs_complete=_complete(resolved),
         configs=tuple(_parse_config(c, text) for c in calls),
         key=_str_list(call_arg(dec, 1, "key")),
         configs_source=text.text(configs),

@@ -70,6 +70,8 @@ class AutotuneInfo:
     has_prune: bool = False                   # prune_configs_by= present
     has_hooks: bool = False                   # pre_hook= / post_hook= present
     configs_extendable: bool = False          # a list display (maybe ``[...] + more``) to append to
+    configs_complete: bool = False            # every config is one of ``configs`` as written
+                                              # (a list of Config calls or a comprehension)
 
     @property
     def tuned_names(self) -> tuple[str, ...]:

@@ -145,8 +145,17 @@ def _separator(args: list[cst.Arg]) -> cst.Comma:
     """The comma style between arguments: that of the closest separator in the call itself."""
     for a in reversed(args[:-1]):
         if isinstance(a.comma, cst.Comma):
-            return a.comma
+            return clean_comma(a.comma)
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def clean_comma(comma: cst.Comma) -> cst.Comma:
+    """A copy of a separator without the comment or blank lines that may follow it."""
+    ws = comma.whitespace_after
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        ws = ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        return comma.with_changes(whitespace_after=ws)
+    return comma
 
 
 def kw_arg(name: str, value: cst.BaseExpression) -> cst.Arg:

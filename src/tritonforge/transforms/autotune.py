@@ -19,6 +19,7 @@ import libcst as cst
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
 from ._cst import dotted, find_kernel, launch_calls, remove_args, replace
 from ._grid import function_view, meta_grid, other_uses
+from .constexpr import assigned_value
 from .base import Applicability, Transform
 from .configs import ConfigSpec, neighbourhood
 
@@ -283,7 +284,13 @@ class AutotuneInjection(Transform):
             text = render_decorator(plan)
             edits[id(fn)] = lambda f, t=text: add_decorator(f, t)
             for s in analysis.sites_of(plan.kernel.name):
+                grid = plan.grids.get(s.index)
+                if grid is not None and s.grid.source.isidentifier() and s.grid.kind.value == "tuple":
+                    # grid = (...) then kernel[grid]: make the assignment the lambda (no other
+                    # reader of it exists, _grids checked), and leave the launch's grid alone
+                    node = assigned_value(module, s.function, s.grid.source)
+                    edits[id(node)] = lambda n, g=grid: cst.parse_expression(g)
+                    grid = None
                 edits[id(calls[s.index])] = (
-                    lambda c, s=s, p=plan: strip_launch(c, s, p.kernel, p.names,
-                                                        p.grids.get(s.index)))
+                    lambda c, s=s, p=plan, g=grid: strip_launch(c, s, p.kernel, p.names, g))
         return replace(module, edits).code

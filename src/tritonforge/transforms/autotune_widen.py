@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import libcst as cst
 
 from ..analyze import KernelInfo, SourceAnalysis
-from ._cst import dotted, find_kernel, replace
+from ._cst import clean_comma, dotted, find_kernel, replace
 from .base import Applicability, Transform, first_no, short
 from .configs import ConfigSpec, widen
 from .launch_params import autotune_decorator, module_configs_target
@@ -55,7 +55,8 @@ def append_elements(node: cst.List, texts: Sequence[str]) -> cst.List:
             elements = [new]
             continue
         last = elements[-1]
-        sep = next((e.comma for e in reversed(elements[:-1]) if isinstance(e.comma, cst.Comma)),
+        sep = next((clean_comma(e.comma) for e in reversed(elements[:-1])
+                    if isinstance(e.comma, cst.Comma)),
                    cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         if isinstance(last.comma, cst.Comma):       # trailing comma: keep it last
             elements = elements[:-1] + [last.with_changes(comma=sep),

@@ -156,7 +156,7 @@ class ConstexprOverride(Transform):
                 if (scope, p.variable) in done_vars:
                     continue
                 done_vars.add((scope, p.variable))
-                node = _assigned_value(module, scope, p.variable)
+                node = assigned_value(module, scope, p.variable)
                 edits[id(node)] = lambda n, v=new_value: v
             elif p.origin is ValueOrigin.KEYWORD:
                 arg = next(a for a in call.args if a.keyword and a.keyword.value == name)
@@ -170,7 +170,7 @@ class ConstexprOverride(Transform):
             if p.rewrite_grid_literal:
                 target = grid_node(call)
                 if isinstance(target, cst.Name):
-                    target = _assigned_value(module, p.site.function, target.value)
+                    target = assigned_value(module, p.site.function, target.value)
                 edits[id(target)] = lambda g, old=p.old: _swap_int(g, old, value)
         return replace(module, edits).code
 
@@ -183,7 +183,7 @@ def _swap_int(node: cst.CSTNode, old: int, new: int) -> cst.CSTNode:
     return node.visit(Swap())
 
 
-def _assigned_value(module: cst.Module, function: str | None, variable: str) -> cst.CSTNode:
+def assigned_value(module: cst.Module, function: str | None, variable: str) -> cst.CSTNode:
     """The value expression assigned to ``variable`` (the single assignment the analysis saw)."""
     fn = find_function(module, function) if function else None
     root: cst.CSTNode = fn if fn is not None else module

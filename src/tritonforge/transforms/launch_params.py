@@ -97,7 +97,7 @@ class LaunchParams(Transform):
         for s in site_selection(analysis, site, kernel):
             k = analysis.kernel(s.kernel)
             if k.autotune is not None:
-                if not k.autotune.configs:
+                if not k.autotune.configs_complete:
                     reasons.append(f"{k.name} is autotuned with configs from "
                                    f"`{short(k.autotune.configs_source)}`, not editable in place")
                 elif all((num_warps is None or (c.num_warps or 4) == num_warps)

@@ -1,0 +1,281 @@
+"""Small kernel files the transform tests rewrite and run (under the Triton interpreter).
+
+Each is a complete module as a user would write it, comments and odd layout included, so that
+the tests can check that rewrites keep them. Constexprs are annotated ``tl.constexpr``: Triton
+3.6's interpreter does not recognise the string form ``"tl.constexpr"`` (the compiler does).
+"""
+
+ADD_LOCAL = '''import torch
+import triton
+import triton.language as tl
+
+
+# Elementwise add, one tile per program.
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)  # which tile
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    BLOCK_SIZE = 64  # hand-picked
+    n_elements = x.numel()
+    num_blocks = (n_elements + BLOCK_SIZE - 1) // BLOCK_SIZE
+    # Launch the kernel
+    add_kernel[(num_blocks,)](x, y, out, n_elements, BLOCK_SIZE)
+    return out
+'''
+
+SCALE_KEYWORD = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x * factor, mask=offs < n)
+
+
+def scale(x, factor=2.0):
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = lambda meta: (triton.cdiv(n, meta['BLOCK_SIZE']),)
+    scale_kernel[grid](
+        x, out, n, factor,
+        BLOCK_SIZE=128,  # keep
+        num_warps=4,
+    )
+    return out
+'''
+
+LITERAL_GRID = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def neg_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def neg(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    neg_kernel[(triton.cdiv(n, 256),)](x, out, n, 256)
+    return out
+'''
+
+NO_GRID_FOLLOW = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def copy(x, programs):
+    out = torch.empty_like(x)
+    copy_kernel[(programs,)](x, out, x.numel(), BLOCK=64)
+    return out
+'''
+
+IN_PLACE = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(x_ptr + offs, x + a * tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def axpy_(x, y, a=3.0):
+    n = x.numel()
+    BLOCK = 32
+    axpy_kernel[(triton.cdiv(n, BLOCK),)](x, y, a, n, BLOCK=BLOCK)
+    return x
+'''
+
+ATOMIC_SUM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_add(out_ptr, tl.sum(x, axis=0))
+
+
+def total(x):
+    out = torch.zeros(1, dtype=torch.float32)
+    n = x.numel()
+    BLOCK = 16
+    sum_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK)
+    return out
+'''
+
+ROW_SUM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for off in range(0, n_cols, BLOCK_N):  # walk the row
+        cols = off + tl.arange(0, BLOCK_N)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def row_sum(x):
+    out = torch.empty(x.shape[0], dtype=torch.float32)
+    row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK_N=16, num_warps=2)
+    return out
+'''
+
+EARLY_RETURN = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def guarded_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=offs < n)
+
+
+def clear(x):
+    guarded_kernel[(triton.cdiv(x.numel(), 64),)](x, x.numel(), BLOCK=64)
+    return x
+'''
+
+MATMUL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def matmul(a, b):
+    M, K = a.shape
+    _, N = b.shape
+    c = torch.empty((M, N), dtype=torch.float32)
+    BLOCK_M, BLOCK_N = 16, 16
+    grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BLOCK_M, BLOCK_N, BLOCK_K=16)
+    return c
+'''
+
+AUTOTUNED = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({'BLOCK': 32}, num_warps=4),  # small
+        triton.Config({'BLOCK': 64}, num_warps=4, num_stages=2),
+    ],
+    key=['n'],
+)
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def double(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    double_kernel[lambda META: (triton.cdiv(n, META['BLOCK']),)](x, out, n)
+    return out
+'''
+
+
+# ---------------------------------------------------------------- running them
+
+def _inputs(name: str):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    vec = lambda n: torch.randn(n, generator=g)  # noqa: E731
+    return {
+        "ADD_LOCAL": lambda: (vec(1000), vec(1000)),
+        "SCALE_KEYWORD": lambda: (vec(1000),),
+        "LITERAL_GRID": lambda: (vec(1000),),
+        "NO_GRID_FOLLOW": lambda: (vec(1000), 16),
+        "IN_PLACE": lambda: (vec(300), vec(300)),
+        "ATOMIC_SUM": lambda: (vec(300),),
+        "ROW_SUM": lambda: (torch.randn(9, 53, generator=g),),
+        "EARLY_RETURN": lambda: (vec(300),),
+        "MATMUL": lambda: (torch.randn(37, 29, generator=g), torch.randn(29, 45, generator=g)),
+        "AUTOTUNED": lambda: (vec(1000),),
+    }[name]()
+
+
+ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
+           "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
+           "ROW_SUM": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
+           "AUTOTUNED": "double"}
+
+
+def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,
+                        atol: float = 1e-5) -> None:
+    """Run the sample ``name`` and its rewrite on the same inputs; compare what they return and
+    the arguments afterwards (in-place kernels)."""
+    import torch
+
+    original = getattr(load(globals()[name]), ENTRIES[name])
+    rewritten = getattr(load(new_source), ENTRIES[name])
+    args_o = _inputs(name)
+    args_r = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args_o)
+    out_o, out_r = original(*args_o), rewritten(*args_r)
+    torch.testing.assert_close(out_r, out_o, rtol=rtol, atol=atol)
+    for a, b in zip(args_r, args_o):
+        if isinstance(a, torch.Tensor):
+            torch.testing.assert_close(a, b, rtol=rtol, atol=atol)
