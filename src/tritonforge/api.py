@@ -52,3 +52,47 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
         evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="run",
                                         case_ids=ids, verify=False, time=True, keep_going=True)
     return RunOutcome(task, evaluation, evaluator.device, not perf, store_path)
+
+
+def build_proposers(settings: Settings, run_dir: Path) -> list:
+    """The rule engine always; an LLM proposer too when a model is configured."""
+    from .search.rules import RuleProposer
+
+    proposers: list = [RuleProposer()]
+    if settings.llm_model:
+        from .llm.factory import build_proposer
+
+        llm = build_proposer(settings, run_dir)
+        if llm is not None:
+            proposers.append(llm)
+    return proposers
+
+
+def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float | None = None,
+             progress=lambda s: None, out_dir: str | Path | None = None):
+    """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name)."""
+    from .report.optimize import write_outputs
+    from .search.loop import Optimizer, make_evaluators
+    from .runtime.service import resolve_device
+
+    run_dir = Path(settings.run_dir)
+    device = resolve_device(settings.device)
+    with RunStore(run_dir / "store.sqlite") as store:
+        evaluators = make_evaluators(settings, run_dir, store, jobs, device)
+        counter = iter(range(10_000))
+
+        def fresh() -> Evaluator:
+            return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
+
+        try:
+            optimizer = Optimizer(task, settings, evaluators, build_proposers(settings, run_dir),
+                                  store, progress, make_final_evaluator=fresh)
+            result = optimizer.run(budget_s)
+            info = evaluators[0].worker.info
+        finally:
+            for e in evaluators:
+                e.close()
+    name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
+    device_name = info.name if info else device
+    paths = write_outputs(result, Path(out_dir) if out_dir else run_dir / "output", name, device_name)
+    return result, paths, device_name

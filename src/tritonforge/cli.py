@@ -54,6 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cases", help="comma-separated case ids")
     _common(run)
 
+    opt = sub.add_parser("optimize", help="make a kernel file faster, verified (the main job)")
+    opt.add_argument("file", nargs="?", help="the kernel .py file")
+    opt.add_argument("--spec", help="case spec (default: FILE with .toml)")
+    opt.add_argument("--entry", help="entry function (overrides the spec's)")
+    opt.add_argument("--tritonbench", metavar="NAME", help="a TritonBench-G record instead of FILE")
+    opt.add_argument("--rounds", type=int, default=None, dest="max_rounds",
+                     help="at most this many rounds (default 8)")
+    opt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    opt.add_argument("--jobs", type=int, default=2, help="verification workers side by side")
+    opt.add_argument("--out", help="where the faster file, diff and reports go "
+                                   "(default RUN_DIR/output)")
+    _common(opt)
+
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     base = bsub.add_parser("baseline", help="runnable check + baseline times for TritonBench-G")
@@ -132,6 +145,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.status is Status.OK else EXIT_FAILED
 
 
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from .api import load_task, optimize
+
+    if not args.file and not args.tritonbench:
+        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
+                               hint="e.g. tritonforge optimize examples/sin_block4.py")
+    settings = _settings(args)
+    if args.max_rounds is not None:
+        settings = settings.replace(max_rounds=args.max_rounds)
+    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    say(f"optimizing {task.name}: {len(task.correctness_cases)} correctness and "
+        f"{len(task.performance_cases)} performance cases; run dir {settings.run_dir}")
+    result, paths, device = optimize(task, settings, jobs=args.jobs, budget_s=args.budget,
+                                     progress=say, out_dir=args.out)
+    if args.json:
+        print(json.dumps(to_jsonable(result), indent=1))
+    else:
+        print(paths["markdown"].read_text())
+        print(f"faster file: {paths['best']}\ndiff: {paths['diff']}\nreport: {paths['json']}")
+        if "cpu" in device:
+            print("\nCPU mode: candidates were checked for correctness through Triton's "
+                  "interpreter; nothing here says anything about speed. Run on a GPU for that.")
+    return EXIT_OK
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
@@ -146,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "optimize":
+            return _cmd_optimize(args)
         if args.command == "bench":
             return _cmd_bench(args)
         parser.error(f"unknown command {args.command}")

@@ -82,6 +82,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     states = [_State(v) for v in request.variants]
     broken = False
     install_support_modules(module_dir / "support", task.support_modules)
+    snapshot = _integrity_snapshot() if request.verify and len(states) > 1 else None
 
     for st in states:
         report(Progress("import", st.variant.name))
@@ -121,7 +122,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         for st in [s for s in alive() if s is not reference]:
             report(Progress("verify", st.variant.name))
             try:
-                st.verdict = _verify(reference.module, st.module, task, cases, builder, dev)
+                st.verdict = _verify(reference.module, st.module, task, cases, builder, dev, snapshot)
             except BaseException as exc:  # noqa: BLE001
                 st.failure, broken = classify_exception(exc)
                 if broken:
@@ -196,11 +197,19 @@ def _culprit(timed: list[_State], fns: dict[str, Callable[[], object]], dev: str
     return timed[-1]
 
 
-def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
-            builder: InvocationBuilder, dev: str) -> Any:
-    from ..verify.differential import verify_against_reference
+def _integrity_snapshot() -> Any:
+    """What torch, triton and time look like before any candidate is imported."""
+    from ..verify.guards import integrity_snapshot
 
-    return verify_against_reference(ref_module, cand_module, task, cases, builder, dev)
+    return integrity_snapshot()
+
+
+def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
+            builder: InvocationBuilder, dev: str, snapshot: Any) -> Any:
+    from ..verify.differential import VerifyOptions, verify_against_reference
+
+    return verify_against_reference(ref_module, cand_module, task, cases, builder, dev,
+                                    VerifyOptions(baseline=snapshot))
 
 
 def _finish(task: Any, states: list[_State], device: DeviceInfo, notes: list[str]) -> Evaluation:

@@ -86,7 +86,7 @@ class Evaluator:
             if cached is not None:
                 log.info("reusing stored evaluation %s (%s)", key, purpose)
                 return cached
-        rejected = self._policy_rejections(variants[1:])
+        rejected = self._policy_rejections(task, variants[1:])
         if rejected:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
@@ -97,7 +97,7 @@ class Evaluator:
         return evaluation
 
     # ------------------------------------------------------------------ static policy
-    def _policy_rejections(self, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
+    def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
         """Candidates the static source policy refuses are never imported."""
         if not candidates:
             return {}
@@ -105,7 +105,7 @@ class Evaluator:
 
         rejected = {}
         for v in candidates:
-            result = check_source(v.source)
+            result = check_source(v.source, original=task.source)
             if not result.ok:
                 rejected[v.name] = Failure(Status.POLICY_REJECTED, "; ".join(result.reasons)[:500],
                                            "\n".join(result.reasons))

@@ -1,0 +1,88 @@
+"""The performance arbiter: accept a candidate only when it is faster beyond the noise.
+
+A raw comparison of two medians accepts noise (KernelAgent's failure mode). Here the speedup is
+the sum of the incumbent's per-case medians over the candidate's (TritonBench's definition), and
+its lower confidence bound comes from a bootstrap over the samples of both, case by case. A
+candidate is accepted when it is correct, its lower bound clears ``1 + min_gain`` and no single
+case got slower by more than ``max_case_regression``.
+
+On the CPU interpreter there is no performance to judge: a verified candidate is accepted "by
+correctness only" and the decision says so.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+
+from ..model import Decision, Status, VariantResult
+
+
+@dataclass(frozen=True)
+class ArbiterPolicy:
+    min_gain: float = 0.01            # the lower bound must exceed 1 + min_gain
+    max_case_regression: float = 0.05
+    resamples: int = 400
+    confidence: float = 0.95
+    seed: int = 1234
+
+
+def _medians_resampled(samples: tuple[float, ...], rng: random.Random) -> float:
+    n = len(samples)
+    return statistics.median(samples[rng.randrange(n)] for _ in range(n))
+
+
+def speedup_bounds(incumbent: VariantResult, candidate: VariantResult, case_ids: tuple[str, ...],
+                   policy: ArbiterPolicy = ArbiterPolicy()) -> tuple[float, float, float, dict[str, float]]:
+    """(speedup, lower bound, geometric mean, per-case incumbent/candidate ratios)."""
+    pairs = []
+    for cid in case_ids:
+        a, b = incumbent.timing(cid), candidate.timing(cid)
+        if a is None or b is None or not a.samples_ms or not b.samples_ms:
+            continue
+        pairs.append((cid, a.samples_ms, b.samples_ms))
+    if not pairs:
+        return float("nan"), float("nan"), float("nan"), {}
+    per_case = {cid: statistics.median(a) / statistics.median(b) for cid, a, b in pairs}
+    speedup = sum(statistics.median(a) for _, a, _ in pairs) / sum(statistics.median(b) for _, _, b in pairs)
+    geo = math.exp(sum(math.log(r) for r in per_case.values()) / len(per_case))
+    rng = random.Random(policy.seed)
+    boots = []
+    for _ in range(policy.resamples):
+        num = sum(_medians_resampled(a, rng) for _, a, _ in pairs)
+        den = sum(_medians_resampled(b, rng) for _, _, b in pairs)
+        boots.append(num / den)
+    boots.sort()
+    low = boots[int((1 - policy.confidence) * len(boots))]
+    return speedup, low, geo, per_case
+
+
+def judge(incumbent: VariantResult, candidate: VariantResult, case_ids: tuple[str, ...], *,
+          interpreted: bool, policy: ArbiterPolicy = ArbiterPolicy()) -> Decision:
+    """Accept or reject ``candidate`` against ``incumbent`` on the timed ``case_ids``."""
+    if candidate.status is not Status.OK:
+        reason = candidate.failure.one_line() if candidate.failure else (
+            candidate.verdict.summary() if candidate.verdict else candidate.status.value)
+        return Decision(candidate.hash, False, float("nan"), float("nan"), float("nan"),
+                        float("nan"), f"not correct: {reason}")
+    if interpreted:
+        return Decision(candidate.hash, True, float("nan"), float("nan"), float("nan"),
+                        float("nan"), "interpreter: accepted by correctness only (CPU times are "
+                                      "not performance)")
+    speedup, low, geo, per_case = speedup_bounds(incumbent, candidate, case_ids, policy)
+    if not per_case:
+        return Decision(candidate.hash, False, float("nan"), float("nan"), float("nan"),
+                        float("nan"), "no timings to compare")
+    worst = max(1 / r for r in per_case.values())   # candidate time / incumbent time, worst case
+    cases = tuple(sorted(per_case.items()))
+    if worst > 1 + policy.max_case_regression:
+        slow = min(per_case, key=per_case.get)
+        reason = f"case {slow} is {100 * (worst - 1):.1f}% slower (limit {100 * policy.max_case_regression:.0f}%)"
+        return Decision(candidate.hash, False, speedup, low, geo, worst, reason, cases)
+    if low <= 1 + policy.min_gain:
+        reason = f"{speedup:.3f}x, but the {policy.confidence:.0%} lower bound {low:.3f}x is within noise"
+        return Decision(candidate.hash, False, speedup, low, geo, worst, reason, cases)
+    return Decision(candidate.hash, True, speedup, low, geo, worst,
+                    f"{speedup:.3f}x faster (lower bound {low:.3f}x, geomean {geo:.3f}x)", cases)

@@ -1,0 +1,160 @@
+"""The default proposer: profiling-guided rules over the transform library, no LLM needed.
+
+Each round it looks at the incumbent's launch sites (``analyze``), lists the moves the transforms
+can make (block sizes up and down, num_warps, num_stages, pipelining, hints, swizzle, persistent
+grid), scores each move by what the diagnosis says and by what is static common sense (a 1-D
+block of 4 elements wastes a GPU), and returns the best few that are new. The loop's rounds make
+this a greedy coordinate search: round 1 moves the block size, round 2 tunes warps from there.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Candidate, Diagnosis, ProposalContext, RepairRequest
+
+log = logging.getLogger(__name__)
+
+WARPS = (1, 2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5)
+MAX_1D_BLOCK = 16384
+MAX_TILE = 256
+
+
+@dataclass(frozen=True)
+class Move:
+    transform: str
+    params: tuple[tuple[str, Any], ...]
+    score: float
+    description: str
+
+
+def _hint_weights(diagnosis: Diagnosis | None) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    if diagnosis is None:
+        return weights
+    for h in diagnosis.hints:
+        weights[h.kind] = max(weights.get(h.kind, 0.0), h.priority)
+    return weights
+
+
+def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
+    moves = []
+    for c in knobs.tunable_constexprs:
+        if not c.block_like or not isinstance(c.value, int) or c.value <= 0:
+            continue
+        tiled = len([k for k in knobs.constexprs if k.block_like]) > 1
+        cap = MAX_TILE if tiled else MAX_1D_BLOCK
+        small = c.value < (32 if tiled else 256)
+        grow = 0.6 + 0.3 * small + 0.3 * max(hints.get("larger_blocks", 0), hints.get("more_work_per_launch", 0))
+        shrink = 0.3 + 0.3 * max(hints.get("more_programs", 0), hints.get("reduce_registers", 0))
+        for factor in (2, 4, 8, 16, 32, 64, 128, 256):
+            new = c.value * factor
+            if new > cap:
+                break
+            # small blocks: the big jumps first; otherwise one step at a time
+            score = grow + (0.02 * factor.bit_length() if small else -0.05 * factor.bit_length())
+            moves.append(Move("constexpr_override", (("name", c.name), ("value", new), ("site", knobs.site)),
+                              score, f"{c.name} {c.value} -> {new} at launch {knobs.site}"))
+        if c.value >= 32:
+            moves.append(Move("constexpr_override", (("name", c.name), ("value", c.value // 2),
+                                                     ("site", knobs.site)),
+                              shrink, f"{c.name} {c.value} -> {c.value // 2} at launch {knobs.site}"))
+    return moves
+
+
+def _launch_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
+    moves = []
+    warps = knobs.num_warps if knobs.num_warps else 4
+    for w in WARPS:
+        if w == warps:
+            continue
+        score = 0.45 + 0.2 * hints.get("more_parallelism", 0) - 0.05 * abs(w.bit_length() - warps.bit_length())
+        moves.append(Move("launch_params", (("num_warps", w), ("site", knobs.site)), score,
+                          f"num_warps {warps} -> {w} at launch {knobs.site}"))
+    stages = knobs.num_stages if knobs.num_stages else 3
+    for s in STAGES:
+        if s == stages:
+            continue
+        score = 0.35 - 0.05 * abs(s - stages)
+        moves.append(Move("launch_params", (("num_stages", s), ("site", knobs.site)), score,
+                          f"num_stages {stages} -> {s} at launch {knobs.site}"))
+    return moves
+
+
+def _body_moves(hints: dict[str, float]) -> list[Move]:
+    return [
+        Move("loop_pipelining", (("num_stages", 3),), 0.4, "pipeline loops over loads (3 stages)"),
+        Move("offset_hints", (), 0.3 + 0.3 * hints.get("vectorize_accesses", 0),
+             "contiguity/divisibility hints on block offsets"),
+        Move("cache_hints", (("policy", "evict_first"),), 0.2, "evict_first on streamed loads"),
+        Move("pid_swizzle", (("group_size", 8),), 0.3 + 0.4 * hints.get("swizzle_program_ids", 0),
+             "grouped program ordering (GROUP_SIZE_M=8)"),
+        Move("persistent_grid", (), 0.2 + 0.3 * hints.get("balance_waves", 0),
+             "persistent grid: one program per SM"),
+    ]
+
+
+class RuleProposer:
+    """Profiling-guided rule proposer over ``tritonforge.transforms`` (needs libcst)."""
+
+    name = "rules"
+
+    def __init__(self, max_site_moves: int = 64):
+        self.max_site_moves = max_site_moves
+
+    def moves(self, source: str, diagnosis: Diagnosis | None) -> list[Move]:
+        from ..analyze import analyze_source
+
+        analysis = analyze_source(source)
+        hints = _hint_weights(diagnosis)
+        moves: list[Move] = []
+        for knobs in analysis.knobs:
+            if knobs.autotuned:
+                moves.append(Move("autotune_widen", (("kernel", knobs.kernel),), 0.5,
+                                  f"widen @triton.autotune of {knobs.kernel}"))
+                continue
+            moves += _block_moves(knobs, hints)
+            moves += _launch_moves(knobs, hints)
+        moves += _body_moves(hints)
+        if "near_roofline" in hints:
+            moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
+        return sorted(moves, key=lambda m: -m.score)
+
+    def propose(self, context: ProposalContext) -> list[Candidate]:
+        from ..analyze import analyze_source
+        from ..errors import TransformError
+        from ..transforms import get
+
+        source = context.incumbent.source
+        analysis = analyze_source(source)
+        tried = {h.candidate for h in context.history} | {context.incumbent.hash}
+        out: list[Candidate] = []
+        per_knob: dict[tuple[str, str], int] = {}
+        for move in self.moves(source, context.diagnosis):
+            if len(out) >= context.budget:
+                break
+            knob = (move.transform, str(move.params[0][1]) if move.params else "")
+            if per_knob.get(knob, 0) >= max(2, context.budget // 2):
+                continue    # keep a round diverse: not only one knob's values
+            transform = get(move.transform)
+            params = dict(move.params)
+            if not transform.applies(analysis, **params):
+                continue
+            try:
+                new = transform.apply(source, analysis, **params)
+            except TransformError as exc:
+                log.debug("%s did not apply: %s", move.description, exc)
+                continue
+            cand = Candidate(new, f"rules:{move.transform}", context.incumbent.hash, move.description)
+            if new == source or cand.hash in tried:
+                continue
+            tried.add(cand.hash)
+            per_knob[knob] = per_knob.get(knob, 0) + 1
+            out.append(cand)
+        return out
+
+    def repair(self, request: RepairRequest) -> Candidate | None:
+        return None   # rule repairs live in search.repair (tried before any proposer's)
