@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | tests | baseline | selfcheck | profile | optimize
+# Steps: env | tests | baseline | selfcheck | profile | examples | optimize
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end; unpack that here into the repo
 # root and name .gpu-store in the next call's carry to go on where it stopped.
@@ -13,6 +13,10 @@
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
 set -u
 export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then   # libcst (the transforms need it) travels as a wheel
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:-/tmp/tf-out}"; mkdir -p "$OUT" .gpu-store
@@ -33,7 +37,7 @@ for step in "$@"; do
       ;;
     tests)
       log "gpu tests"
-      timeout "$(left)" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       ;;
     baseline)
       log "baseline sweep (budget $(( $(left) - 60 )) s)"
@@ -50,10 +54,18 @@ for step in "$@"; do
       log "profile"
       timeout "$(left)" bash scripts/gpu_profile_fixtures.sh "$OUT" 2>&1 | tail -40
       ;;
+    examples)
+      log "optimize the bundled examples"
+      for ex in src/tritonforge/examples/*.py; do
+        stem=$(basename "$ex" .py)
+        timeout "$(left)" python3 -m tritonforge optimize "$ex" --device cuda --jobs 4 \
+          --run-dir ".gpu-store/examples/$stem" --out ".gpu-store/examples/$stem/output" 2>&1 | tail -25
+      done
+      ;;
     optimize)
-      log "optimize"
+      log "optimize the TritonBench-G subset (budget $(( $(left) - 60 )) s)"
       timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
-        --budget "$(( $(left) - 60 ))" --out "$OUT/optimize.json" 2>&1 | tail -60
+        ${NAMES:+--names "$NAMES"} --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tail -70
       ;;
     *) log "unknown step $step";;
   esac

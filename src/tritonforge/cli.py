@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     selfc.add_argument("--names", help="comma-separated record names")
     selfc.add_argument("--out", help="write the summary JSON here")
     _common(selfc)
+    bopt = bsub.add_parser("optimize", help="optimize a TritonBench-G subset (BENCHMARK.md figures)")
+    bopt.add_argument("--names", help="comma-separated record names (default: the subset rule)")
+    bopt.add_argument("--baseline-store", default=".gpu-store/baseline/store.sqlite",
+                      help="run store of a baseline sweep: the subset is drawn from its runnable records")
+    bopt.add_argument("--size", type=int, default=40, help="subset size")
+    bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    bopt.add_argument("--per-kernel", type=float, default=150.0, help="seconds per kernel at most")
+    bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
+    bopt.add_argument("--out", help="write the summary JSON here")
+    _common(bopt)
     bsub.add_parser("list", help="list TritonBench-G record names")
     return parser
 

@@ -98,6 +98,63 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
     return 0
 
 
+def _optimize(args: argparse.Namespace, settings) -> int:
+    from ..api import build_proposers
+    from ..search.loop import Optimizer, make_evaluators
+    from ..tasks.tritonbench import load_records
+    from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
+    from .optimize import choose_subset, headline, run_suite
+
+    names = _names(args)
+    if not names:
+        with RunStore(args.baseline_store) as base:
+            # runnable by BENCHMARK.md: the test section ran and the perf script ran at >= 1 size
+            runnable = [k for k, rec in base.records("baseline-run") if rec.test_ok and rec.perf_ok]
+        records = load_records()
+        names = choose_subset([(n, records[n].category) for n in runnable if n in records], args.size)
+        _say(f"subset of {len(names)} from {len(runnable)} runnable records: {', '.join(names)}")
+    tasks = load_tasks(names)
+    run_dir = Path(settings.run_dir)
+    with RunStore(run_dir / "store.sqlite") as store:
+        device = resolve_device(settings.device)
+        evaluators = make_evaluators(settings, run_dir, store, args.jobs, device)
+        counter = iter(range(100_000))
+
+        def fresh() -> Evaluator:
+            return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
+
+        def one(task, remaining):
+            per_task = args.per_kernel if remaining is None else min(args.per_kernel, remaining - 20)
+            opt = Optimizer(task, settings, evaluators, build_proposers(settings, run_dir), store,
+                            _say, make_final_evaluator=fresh)
+            return opt.run(per_task)
+
+        try:
+            results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say)
+            env = _environment(evaluators[0])
+        finally:
+            for e in evaluators:
+                e.close()
+    head = headline(results)
+    rows = []
+    for r in results:
+        f = r.final
+        rows.append((r.task, f"{f.speedup:.3f}x" if f and f.accepted else "1.000x",
+                     f"{f.speedup_low:.3f}x" if f and f.accepted else "-",
+                     r.rounds, r.tried, f"{r.wall_s:.0f}s",
+                     (f.reason if f else r.stop_reason)[:70]))
+    print(render_table(("record", "speedup", "low", "rounds", "tried", "wall", "why"), rows))
+    print("\n" + json.dumps(head, indent=1))
+    print(f"{len(left)} records left for a later run")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"environment": env, "headline": head, "left": left,
+                                              "names": names,
+                                              "results": [to_jsonable(r) for r in results]},
+                                             indent=1))
+    return 0
+
+
 def dispatch(args: argparse.Namespace, settings) -> int:
     if args.bench_command == "list":
         for name, rec in sorted(load_records().items()):
@@ -107,4 +164,6 @@ def dispatch(args: argparse.Namespace, settings) -> int:
         return _baseline(args, settings)
     if args.bench_command == "selfcheck":
         return _selfcheck(args, settings)
+    if args.bench_command == "optimize":
+        return _optimize(args, settings)
     raise ValueError(args.bench_command)

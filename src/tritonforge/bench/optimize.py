@@ -1,0 +1,72 @@
+"""The optimization benchmark over TritonBench-G: a fixed subset, BENCHMARK.md's figures, resumable.
+
+The subset rule (documented in bench/results/README.md, never tuned on outcomes): take the
+records a baseline sweep found runnable, group them by category, sort each group by name, then
+take one record from each category in turn (categories in name order) until ``size`` records are
+chosen. Every category is covered, and no record is chosen by how well it goes.
+
+Each record's OptimizeResult is written to the store as soon as it is done; a run stopped by its
+budget resumes with the next record.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import defaultdict
+from typing import Callable
+
+from ..model import Task
+
+
+def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
+    """``runnable`` is (name, category) pairs; round-robin over categories, names in order."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name, category in sorted(runnable):
+        groups[category].append(name)
+    chosen: list[str] = []
+    while len(chosen) < size and any(groups.values()):
+        for category in sorted(groups):
+            if groups[category] and len(chosen) < size:
+                chosen.append(groups[category].pop(0))
+    return chosen
+
+
+def headline(results: list) -> dict:
+    """BENCHMARK.md's headline figures over OptimizeResults (failures count as 1.0x)."""
+    speedups = []
+    for r in results:
+        s = r.final.speedup if (r.final is not None and r.final.accepted) else 1.0
+        speedups.append(s if not math.isnan(s) else 1.0)
+    successes = [s for s in speedups if s >= 1.05]
+    n = len(results)
+    return {
+        "kernels": n,
+        "successes": len(successes),
+        "success_rate": len(successes) / n if n else float("nan"),
+        "mean_speedup_over_successes": statistics.mean(successes) if successes else float("nan"),
+        "geomean_all_failures_as_1": math.exp(sum(math.log(s) for s in speedups) / n) if n else float("nan"),
+        "best": max(speedups) if speedups else float("nan"),
+        "median_wall_s": statistics.median(r.wall_s for r in results) if results else float("nan"),
+    }
+
+
+def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], object],
+              store, *, budget_s: float | None, progress: Callable[[str], None]) -> tuple[list, list[str]]:
+    start = time.perf_counter()
+    left = []
+    for task in tasks:
+        if store.get_record("optimize", task.name) is not None:
+            continue
+        remaining = None if budget_s is None else budget_s - (time.perf_counter() - start)
+        if remaining is not None and remaining < 30:
+            left.append(task.name)
+            continue
+        result = optimize_one(task, remaining)
+        store.put_record("optimize", task.name, result)
+        final = result.final
+        progress(f"{task.name}: {final.reason if final else result.stop_reason} "
+                 f"({result.wall_s:.0f} s)")
+    done = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
+    return done, left
