@@ -117,7 +117,7 @@ def test_profile_with_ncu_without_ncu(monkeypatch):
 
 
 def test_read_ncu_report_without_any_reader(monkeypatch, fixtures_dir):
-    monkeypatch.setattr(ncu_mod, "import_ncu_report", lambda: None)
+    monkeypatch.setattr(ncu_mod, "ncu_report_available", lambda: False)
     monkeypatch.setattr(ncu_mod, "find_ncu", lambda: None)
     with pytest.raises(EnvironmentProblem, match="ncu --import"):
         read_ncu_report(str(fixtures_dir / "h200_softmax_full.ncu-rep"))
@@ -139,3 +139,33 @@ def test_run_ncu_for_real(tmp_path):
     if r.ok:
         assert len(r.kernels) == 1 and r.kernels[0].duration_us > 0
         assert r.kernels[0].get("dram_throughput_pct") is not None
+
+
+def test_profile_with_ncu_retries_without_unknown_metrics(tmp_path, monkeypatch, fixtures_dir):
+    src = fixtures_dir / "h200_sin_basic_raw.csv"
+    # fails while the metric list holds bogus__metric.sum, else writes the CSV to --log-file
+    ncu = fake_ncu(tmp_path, f'''
+case "$*" in *bogus__metric.sum*) echo "==ERROR== Failed to find metric bogus__metric.sum"; exit 1;; esac
+while [ "$1" != "--log-file" ]; do shift; done
+cp {src} "$2"''')
+    monkeypatch.setattr(ncu_mod, "find_ncu", lambda: ncu)
+    r = profile_with_ncu(NcuRequest(python_cmd=("true",), kernel_names=("sin_kernel",),
+                                    metrics=("gpu__time_duration.sum", "bogus__metric.sum")),
+                         workdir=str(tmp_path))
+    assert r.ok and len(r.kernels) == 2 and "bogus__metric.sum" in r.message
+    assert "bogus__metric.sum" not in " ".join(r.command)
+
+
+@pytest.mark.gpu
+def test_report_readers_agree(fixtures_dir, monkeypatch):
+    if not ncu_mod.ncu_report_available() or ncu_mod.find_ncu() is None:
+        pytest.skip("needs Nsight Compute (ncu and its ncu_report module)")
+    rep = str(fixtures_dir / "h200_softmax_full.ncu-rep")
+    via_module = read_ncu_report(rep)
+    monkeypatch.setattr(ncu_mod, "ncu_report_available", lambda: False)
+    via_import = read_ncu_report(rep)
+    assert [k.kernel for k in via_module] == [k.kernel for k in via_import] and via_module
+    for a, b in zip(via_module, via_import):
+        assert a.duration_us == pytest.approx(b.duration_us, rel=1e-3)
+        for name in ("dram_throughput_pct", "achieved_occupancy_pct", "registers_per_thread"):
+            assert a.get(name) == pytest.approx(b.get(name), rel=1e-2), name

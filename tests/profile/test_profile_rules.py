@@ -38,6 +38,29 @@ def test_near_roofline():
     assert rules.near_roofline(facts()) is None
 
 
+def test_near_roofline_counts_stores_still_in_l2():
+    # the softmax fixture: 32.8 MB read, 10.2 MB of 32.8 MB stored reached DRAM, 16.45 us
+    m = dict(dram_bytes_read=32.78e6, dram_bytes_write=10.17e6, dram_bw_gbs=2611.0,
+             dram_throughput_pct=54.33, duration_us=16.45, global_st_sectors=1.025e6)
+    f = facts(metrics=m)
+    eff = f.effective_dram()
+    assert eff.pending_write_bytes == pytest.approx(32.8e6 - 10.17e6, rel=1e-2)
+    assert eff.pct == pytest.approx(83.0, abs=1.0) and eff.peak_gbs == pytest.approx(4806, rel=1e-2)
+    fired = rules.near_roofline(f)
+    assert fired and "still in L2" in fired.evidence[0]
+    # without the store count, DRAM % alone (54%) is not near the roof
+    assert rules.near_roofline(facts(metrics=dict(m, global_st_sectors=0))) is None
+
+
+def test_near_roofline_is_not_claimed_for_spills_or_a_dot_off_the_tensor_cores():
+    busy = dict(dram_throughput_pct=90.0)
+    assert rules.near_roofline(facts(metrics=dict(busy, local_ld_sectors=1e6))) is None
+    assert rules.near_roofline(facts(metrics=busy, stats=st(spills=64))) is None
+    assert rules.near_roofline(facts(roofline=roof(0.9), stats=st(has_dot=True))) is None
+    assert rules.near_roofline(facts(metrics=dict(tensor_pipe_pct=79.0)))          # pipes: from 75%
+    assert rules.near_roofline(facts(metrics=dict(tensor_pipe_pct=70.0))) is None
+
+
 def test_resource_limits():
     bad = st(shared_bytes=240_000, warnings=("needs 240000 B of shared memory per block, over the "
                                               "232448 B (227 KiB) sm_90 allows",))
@@ -60,6 +83,8 @@ def test_small_grid():
     fired = rules.small_grid(facts(metrics=dict(grid_size=40, sm_count=132)))
     assert fired and "70%" in fired.evidence[0] and fired.hints[0].kind == "more_programs"
     assert rules.small_grid(facts(metrics=dict(grid_size=4096, sm_count=132))) is None
+    # a 2 us kernel: the launch, not the grid, is the story
+    assert rules.small_grid(facts(metrics=dict(grid_size=4, sm_count=132, duration_us=2.3))) is None
 
 
 def test_tiny_programs_from_metrics_and_from_static_stats():
@@ -95,6 +120,10 @@ def test_register_limited_from_ncu_and_static():
     dot = rules.register_limited(facts(stats=st(registers=168, num_warps=8, has_dot=True)))
     assert dot.hints[0].priority < static.hints[0].priority      # normal for matmuls: lower
     assert rules.register_limited(facts(metrics=dict(m, occ_limit_registers=16))) is None
+    # one-warp programs: the 32-block limit binds before registers (rowsum fixture)
+    assert rules.register_limited(facts(metrics=dict(occ_limit_registers=36, occ_limit_warps=64,
+                                                     occ_limit_blocks=32, theoretical_occupancy_pct=50,
+                                                     registers_per_thread=51))) is None
     assert rules.register_limited(facts(stats=st(registers=32))) is None
 
 
@@ -128,6 +157,9 @@ def test_tensor_cores():
     assert rules.tensor_cores(facts(stats=st(has_dot=True, uses_tensor_cores=True, mma_kind="wgmma"),
                                     metrics=dict(tensor_pipe_pct=70.0, fma_pipe_pct=10.0))) is None
     assert rules.tensor_cores(facts(stats=st())) is None
+    fma_only = rules.tensor_cores(facts(metrics=dict(tensor_pipe_pct=0.0, fma_pipe_pct=68.0,
+                                                     sm_throughput_pct=78.0)))
+    assert fma_only and fma_only.hints[0].priority == 0.5 and "if this is matrix math" in fma_only.evidence[0]
 
 
 def test_l2_locality():

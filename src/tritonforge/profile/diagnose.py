@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 class Thresholds:
     """The numbers the rules compare against (percentages are 0..100, shares 0..1)."""
 
-    near_roofline: float = 0.8          # fraction of the achievable peak (roofline or SOL)
+    near_roofline: float = 0.8          # fraction of the achievable peak (roofline or DRAM)
+    near_pipe_pct: float = 75.0         # tensor/FMA pipe utilization that counts as near the roof
     sol_bound_pct: float = 60.0         # SOL % above which a kernel is memory/compute-bound
     low_dram_pct: float = 40.0          # DRAM throughput under this is "low"
     long_scoreboard_share: float = 0.35 # of all stall cycles
@@ -65,6 +66,45 @@ class Facts:
     @property
     def has_metrics(self) -> bool:
         return bool(self.metrics)
+
+    @property
+    def spill_traffic(self) -> float:
+        """Local-memory sectors moved (spills, local arrays); 0 when unknown."""
+        return (self.m("local_ld_sectors") or 0.0) + (self.m("local_st_sectors") or 0.0)
+
+    def effective_dram(self) -> "DramTraffic | None":
+        """DRAM traffic with the stores that L2 still holds at kernel end counted as written.
+
+        The L2 is write-back (60 MB on an H200): a kernel that writes less than that ends before
+        most of its stores reach DRAM, so dram__bytes_write undercounts and the DRAM throughput
+        of a streaming kernel looks low. Global store sectors give the bytes the kernel wrote.
+        """
+        read, write = self.m("dram_bytes_read"), self.m("dram_bytes_write")
+        bw, pct, duration = self.m("dram_bw_gbs"), self.m("dram_throughput_pct"), self.m("duration_us")
+        if None in (read, write, bw, pct, duration) or pct <= 0 or duration <= 0:
+            return None
+        stored = (self.m("global_st_sectors") or 0.0) * 32.0
+        pending = max(0.0, stored - write)
+        peak = bw / (pct / 100.0)
+        eff_bw = (read + write + pending) / (duration * 1e-6) / 1e9
+        return DramTraffic(read, write, pending, eff_bw, peak, 100.0 * eff_bw / peak)
+
+
+@dataclass(frozen=True)
+class DramTraffic:
+    read_bytes: float
+    write_bytes: float
+    pending_write_bytes: float          # stored by the kernel, still in L2 when it ended
+    bw_gbs: float
+    peak_gbs: float                     # the hardware peak implied by ncu's own percentage
+    pct: float
+
+    def describe(self) -> str:
+        pending = (f" ({self.pending_write_bytes / 1e6:,.1f} MB of the stores still in L2 at the "
+                   "end)" if self.pending_write_bytes > 0.05 * (self.write_bytes + 1) else "")
+        return (f"DRAM: {self.read_bytes / 1e6:,.1f} MB read + "
+                f"{(self.write_bytes + self.pending_write_bytes) / 1e6:,.1f} MB written{pending} "
+                f"= {self.bw_gbs:,.0f} GB/s, {self.pct:.0f}% of the {self.peak_gbs:,.0f} GB/s peak")
 
 
 @dataclass(frozen=True)
@@ -139,7 +179,9 @@ def classify_bound(f: Facts) -> tuple[Bound, str]:
     dram = f.m("dram_throughput_pct")
     sm = f.m("sm_throughput_pct")
     if mem is not None or sm is not None or dram is not None:
-        mem_sol = max(v for v in (mem, dram, 0.0) if v is not None)
+        eff = f.effective_dram()
+        mem_sol = max(v for v in (mem, dram, f.m("l2_throughput_pct"),
+                                  eff.pct if eff else None, 0.0) if v is not None)
         sm_sol = sm or 0.0
         line = f"speed of light: memory {mem_sol:.1f}%, compute {sm_sol:.1f}% of peak"
         if max(mem_sol, sm_sol) >= f.t.sol_bound_pct:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import glob
+import json
 import logging
 import os
 import re
@@ -231,76 +232,92 @@ def ncu_report_paths() -> list[str]:
     return paths
 
 
-def import_ncu_report():
-    """The ncu_report module, or None when no Nsight Compute install provides it."""
-    try:
-        import ncu_report  # type: ignore[import-not-found]
-        return ncu_report
-    except ImportError:
-        pass
-    for folder in ncu_report_paths():
-        if folder not in sys.path:
-            sys.path.append(folder)
-        try:
-            import ncu_report  # type: ignore[import-not-found]
-            return ncu_report
-        except ImportError:
-            continue
-    return None
+def ncu_report_available() -> bool:
+    """Whether some Python here can import ncu_report (checked without importing it)."""
+    import importlib.util
+    return bool(ncu_report_paths()) or importlib.util.find_spec("ncu_report") is not None
 
+
+# Runs in a child process: ncu_report's native library has crashed (SIGSEGV) when loaded into a
+# process that already holds torch (seen on an H200 with Nsight Compute 2025.3.1, torch 2.11).
+_CHILD_READER = r"""
+import json, sys
+sys.path[:0] = json.loads(sys.argv[2])
+import ncu_report
+names = json.loads(sys.stdin.read())
+ctx = ncu_report.load_report(sys.argv[1])
+out = []
+for r in range(ctx.num_ranges()):
+    rng = ctx.range_by_idx(r)
+    for a in range(rng.num_actions()):
+        act = rng.action_by_idx(a)
+        vals = {}
+        for n in names:
+            m = act.metric_by_name(n)
+            if m is None:
+                continue
+            try:
+                v = float(m.as_double())
+            except Exception:
+                continue
+            try:
+                u = m.unit() or ""
+            except Exception:
+                u = ""
+            vals[n] = [v, u]
+        out.append({"name": act.name(), "metrics": vals})
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+"""
 
 _BASE_UNIT = {"us": "nsecond", "B": "byte", "GB/s": "byte/second"}
 
 
-def _read_with_module(module, path: str) -> list[KernelProfile]:
-    ctx = module.load_report(path)
-    profiles: list[KernelProfile] = []
-    launch = 0
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            metrics: list[Metric] = []
-            for spec in METRICS:
-                m = action.metric_by_name(spec.ncu)
-                if m is None:
-                    continue
-                try:
-                    value = float(m.as_double())
-                except (TypeError, ValueError):
-                    continue
-                unit = ""
-                if hasattr(m, "unit"):
-                    try:
-                        unit = m.unit() or ""
-                    except Exception:  # noqa: BLE001 - older modules lack units
-                        unit = ""
-                unit = unit or _BASE_UNIT.get(spec.unit, spec.unit)
-                metrics.append(Metric(spec.short, convert(value, unit, spec.unit), spec.unit))
-            duration = next((m.value for m in metrics if m.name == "duration_us"), None)
-            profiles.append(KernelProfile(kernel=action.name(), metrics=tuple(metrics),
-                                          duration_us=duration, launch_id=launch))
-            launch += 1
+def _read_in_child(path: str, timeout_s: float = 300.0) -> list[KernelProfile]:
+    names = [spec.ncu for spec in METRICS]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", _CHILD_READER, path, json.dumps(ncu_report_paths())],
+                          input=json.dumps(names), capture_output=True, text=True,
+                          timeout=timeout_s, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"ncu_report reader exited with {done.returncode}: {done.stderr[-500:]}")
+    actions = json.loads(done.stdout.strip().splitlines()[-1])
+    profiles = []
+    for launch, action in enumerate(actions):
+        metrics = []
+        for spec in METRICS:
+            if spec.ncu not in action["metrics"]:
+                continue
+            value, unit = action["metrics"][spec.ncu]
+            unit = unit or _BASE_UNIT.get(spec.unit, spec.unit)
+            metrics.append(Metric(spec.short, convert(value, unit, spec.unit), spec.unit))
+        duration = next((m.value for m in metrics if m.name == "duration_us"), None)
+        profiles.append(KernelProfile(kernel=action["name"], metrics=tuple(metrics),
+                                      duration_us=duration, launch_id=launch))
     return profiles
 
 
 def read_ncu_report(path: str) -> list[KernelProfile]:
-    """Read a saved ``.ncu-rep``: through ncu_report when importable, else ``ncu --import``."""
+    """Read a saved ``.ncu-rep``: through ncu_report (in a child process) when some Nsight Compute
+    install provides it, else through ``ncu --import REPORT --csv --page raw``."""
     if not os.path.exists(path):
         raise EnvironmentProblem(f"no such ncu report: {path}")
-    module = import_ncu_report()
-    if module is not None:
-        return _read_with_module(module, path)
+    problem = ""
+    if ncu_report_available():
+        try:
+            return _read_in_child(os.path.abspath(path))
+        except (RuntimeError, ValueError, IndexError, KeyError, subprocess.TimeoutExpired) as exc:
+            problem = f"ncu_report failed ({exc}); "
+            log.warning("reading %s through ncu_report failed, trying ncu --import: %s", path, exc)
     ncu = find_ncu()
     if ncu is None:
         raise EnvironmentProblem(
-            f"cannot read {path}: neither the ncu_report module nor the ncu executable is here",
+            f"cannot read {path}: {problem}neither the ncu_report module nor the ncu executable is here",
             hint="install Nsight Compute (its extras/python holds ncu_report), or export the "
                  "report as CSV with 'ncu --import REPORT --csv --page raw' and parse_raw_csv it")
     done = subprocess.run([ncu, "--import", path, "--csv", "--page", "raw", "--print-units", "base"],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise EnvironmentProblem(f"ncu --import {path} failed: {done.stderr[-500:]}")
+        raise EnvironmentProblem(f"{problem}ncu --import {path} failed: {done.stderr[-500:]}")
     return parse_raw_csv(done.stdout)
 
 
@@ -328,8 +345,29 @@ def profile_with_ncu(request: NcuRequest, workdir: str | None = None,
                          "/opt/nvidia/nsight-compute: profiling falls back to timing plus static stats")
     folder = workdir or tempfile.mkdtemp(prefix="tritonforge-ncu-")
     out_csv = os.path.join(folder, "ncu_raw.csv")
-    cmd = build_ncu_command(request.python_cmd,
-                            kernel_regex(request.kernel_names) if request.kernel_names else None,
-                            request.launch_skip, request.launch_count, request.metrics or None,
-                            request.clock_control, out_csv, ncu_path=ncu, arch=request.arch)
-    return run_ncu(cmd, request.timeout_s, env=env)
+    metrics = list(request.metrics or ncu_metric_names(arch=request.arch))
+    regex = kernel_regex(request.kernel_names) if request.kernel_names else None
+
+    def attempt(names: list[str]) -> NcuResult:
+        cmd = build_ncu_command(request.python_cmd, regex, request.launch_skip,
+                                request.launch_count, names, request.clock_control, out_csv,
+                                ncu_path=ncu, arch=request.arch)
+        return run_ncu(cmd, request.timeout_s, env=env)
+
+    result = attempt(metrics)
+    unknown = set(unknown_metrics(result.output_tail)) if result.status is NcuStatus.FAILED else set()
+    if unknown and unknown & set(metrics):
+        # an older ncu or another chip lacks some metrics of the table: drop them, say so, retry
+        kept = [m for m in metrics if m not in unknown]
+        log.info("ncu does not know %s; retrying without them", ", ".join(sorted(unknown)))
+        retry = attempt(kept)
+        note = f" (without metrics this ncu lacks: {', '.join(sorted(unknown))})"
+        return NcuResult(retry.status, retry.message + note, retry.kernels, retry.command,
+                         retry.returncode, result.elapsed_s + retry.elapsed_s, retry.output_tail,
+                         retry.csv_path)
+    return result
+
+
+def unknown_metrics(output: str) -> list[str]:
+    """Metric names ncu reported it could not find ("Failed to find metric X")."""
+    return re.findall(r"Failed to find metric\s+(?:regex:)?([\w.]+)", output)

@@ -42,22 +42,45 @@ def _describe(stats: CompileStats | None) -> str:
     return f" ({knobs + ', ' if knobs else ''}num_warps={stats.num_warps}, num_stages={stats.num_stages})"
 
 
+def _launch_scale(f: Facts) -> bool:
+    """A kernel of a few microseconds: what happens inside it matters less than launching it."""
+    duration = f.m("duration_us")
+    return duration is not None and duration < f.t.tiny_launch_us
+
+
 def near_roofline(f: Facts) -> Finding | None:
-    """Already near an achievable peak: stop optimizing this kernel."""
+    """Already near an achievable peak: stop optimizing this kernel.
+
+    From ncu metrics alone: DRAM traffic (with pending stores, see Facts.effective_dram) near its
+    peak, or the tensor/FMA pipe near full. Not claimed when the kernel spills (the traffic is
+    partly its own overhead) or when a dot misses the tensor cores (the roof that matters is
+    higher); ``tensor_cores`` and ``spills`` speak then.
+    """
+    s = f.stats
+    if s is not None and s.has_dot and not s.uses_tensor_cores:
+        return None
     if f.roofline is not None:
-        frac, what = f.roofline.fraction_of_peak, "of the measured roofline"
+        frac, ev = f.roofline.fraction_of_peak, "of the measured roofline"
     else:
-        candidates = [(f.m(n), label) for n, label in (
-            ("dram_throughput_pct", "DRAM bandwidth"), ("tensor_pipe_pct", "tensor pipe"),
-            ("fma_pipe_pct", "FMA pipe")) if f.m(n) is not None]
-        if not candidates:
+        if f.spill_traffic > 0 or (s is not None and s.spills):
             return None
-        value, label = max(candidates, key=lambda c: c[0])
-        frac, what = value / 100.0, f"of peak {label}"
+        eff = f.effective_dram()
+        options: list[tuple[float, str]] = []
+        if eff is not None:
+            options.append((eff.pct / 100.0, eff.describe()))
+        elif f.m("dram_throughput_pct") is not None:
+            options.append((f.m("dram_throughput_pct") / 100.0, "of peak DRAM bandwidth"))
+        scale = f.t.near_roofline / (f.t.near_pipe_pct / 100.0)     # pipes count from near_pipe_pct
+        for name, label in (("tensor_pipe_pct", "tensor pipe"), ("fma_pipe_pct", "FMA pipe")):
+            if f.m(name) is not None:
+                options.append((f.m(name) / 100.0 * scale, f"{label} busy {f.m(name):.0f}% of cycles"))
+        if not options:
+            return None
+        frac, ev = max(options, key=lambda o: o[0])
     if frac < f.t.near_roofline:
         return None
-    ev = f"reaches {frac:.0%} {what}: little left to gain"
-    return Finding("near the roofline", (ev,), (Hint("near_roofline", ev, (), 1.0),),
+    text = (f"reaches {frac:.0%} {ev}" if f.roofline is not None else ev) + ": near the roof, little left to gain"
+    return Finding("near the roofline", (text,), (Hint("near_roofline", text, (), 1.0),),
                    near_roofline=True)
 
 
@@ -94,7 +117,7 @@ def launch_overhead(f: Facts) -> Finding | None:
 def small_grid(f: Facts) -> Finding | None:
     """Fewer programs than SMs: part of the GPU idles."""
     grid, sms = f.m("grid_size"), f.m("sm_count")
-    if grid is None or sms is None or grid >= sms:
+    if grid is None or sms is None or grid >= sms or _launch_scale(f):
         return None
     ev = f"grid of {grid:.0f} programs on {sms:.0f} SMs: {1 - grid / sms:.0%} of the SMs idle"
     return Finding("grid smaller than the GPU", (ev,),
@@ -135,6 +158,8 @@ def memory_parallelism(f: Facts) -> Finding | None:
     ls = shares.get("stall_long_scoreboard")
     if dram is None or ls is None or dram >= f.t.low_dram_pct or ls < f.t.long_scoreboard_share:
         return None
+    if _launch_scale(f):
+        return None
     occ = f.m("achieved_occupancy_pct")
     ev = (f"DRAM at {dram:.1f}% of peak while {ls:.0%} of stall cycles wait on memory (long "
           f"scoreboard)" + (f", achieved occupancy {occ:.0f}%" if occ is not None else "")
@@ -147,10 +172,12 @@ def memory_parallelism(f: Facts) -> Finding | None:
 
 def register_limited(f: Facts) -> Finding | None:
     """Occupancy capped by registers per thread."""
-    regs_cap, warps_cap = f.m("occ_limit_registers"), f.m("occ_limit_warps")
+    regs_cap = f.m("occ_limit_registers")
+    others = [v for v in (f.m("occ_limit_warps"), f.m("occ_limit_blocks"), f.m("occ_limit_shared"))
+              if v is not None]
     theo = f.m("theoretical_occupancy_pct")
-    if regs_cap is not None and warps_cap is not None and theo is not None:
-        if regs_cap >= warps_cap or theo > f.t.low_occupancy_pct:
+    if regs_cap is not None and others and theo is not None:
+        if regs_cap >= min(others) or theo > f.t.low_occupancy_pct:
             return None
         regs = f.m("registers_per_thread")
         ev = (f"occupancy limited by registers: {regs or 0:.0f} registers per thread allow "
@@ -222,12 +249,18 @@ def tensor_cores(f: Facts) -> Finding | None:
     elif s is not None and s.mma_kind == "mma" and s.target.endswith(":90"):
         ev = f"tl.dot uses mma.sync, not Hopper's wgmma{_describe(s)}"
         prio = 0.5
+    elif s is None and tensor is not None and fma is not None and tensor < f.t.tensor_idle_pct \
+            and fma >= f.t.fma_busy_pct and (f.m("sm_throughput_pct") or 0) >= f.t.sol_bound_pct:
+        ev = (f"FMA pipe busy {fma:.0f}% of cycles with the tensor pipe idle ({tensor:.1f}%): if "
+              "this is matrix math, tensor cores would raise the roof")
+        prio = 0.5
     else:
         return None
     return Finding("tensor cores idle in a dot kernel", (ev,),
                    (Hint("mma_friendly_tiles", ev + ": fp16/bf16 (or tf32) operands, every dot "
                          "dimension a multiple of 16 (BLOCK_M >= 64 and num_warps a multiple of 4 "
-                         "for wgmma)", (*block_knobs(s), "num_warps", "input_precision"), prio),))
+                         "for wgmma); input_precision='tf32x3' keeps fp32 accuracy on tensor cores",
+                         (*block_knobs(s), "num_warps", "input_precision"), prio),))
 
 
 def l2_locality(f: Facts) -> Finding | None:
@@ -246,7 +279,7 @@ def l2_locality(f: Facts) -> Finding | None:
 def tail_effect(f: Facts) -> Finding | None:
     """A last, partly filled wave of programs."""
     waves = f.m("waves_per_sm")
-    if waves is None or waves < 1 or waves > 4:
+    if waves is None or waves < 1 or waves > 4 or _launch_scale(f):
         return None
     eff = waves / math.ceil(waves)
     if eff >= f.t.wave_efficiency:
