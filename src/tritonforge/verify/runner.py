@@ -102,7 +102,8 @@ def run_variant(
         poison_(tensors[path])
     _seed(seed)
     try:
-        with count_launches() as launches, record_torch_calls() as calls, poison_allocations():
+        # poisoning outside recording: the poison's own fill_ is not the variant's work
+        with count_launches() as launches, poison_allocations(), record_torch_calls() as calls:
             result = invocation.call()
     except BaseException as exc:  # noqa: BLE001 - the caller decides what a failure is
         run.error = exc

@@ -1,0 +1,40 @@
+"""Print the catalogue table (variant, expected reasons, what the verifier said): ``python
+print_catalogue.py`` here (CPU, interpreter) or with TRITONFORGE_VERIFY_DEVICE=cuda on a GPU."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import conftest  # noqa: F401 - sets TRITON_INTERPRET before triton loads
+from conftest import DEVICE
+from standin import build
+from test_catalogue import ENTRIES, FAMILIES, HERE, load
+from tritonforge.verify import VerifyOptions, integrity_snapshot, reasons, restore_integrity, verify
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    print(f"device: {DEVICE}")
+    for entry in ENTRIES:
+        ref_file, cases = FAMILIES[entry.family]
+        reference = load(HERE / ref_file)
+        baseline = integrity_snapshot()
+        candidate = load(entry.path)
+
+        def sync(c=candidate):
+            while c.PENDING:
+                c.PENDING.pop(0)()
+
+        started = time.perf_counter()
+        verdict = verify(reference, candidate, cases, build, device=DEVICE,
+                         options=VerifyOptions(baseline=baseline, nonce=12345, catch_errors=True,
+                                               synchronize=sync if entry.sync else None))
+        restore_integrity(baseline)
+        expected = ", ".join(entry.expect) or "honest"
+        got = ", ".join(reasons(verdict)) or "accepted"
+        print(f"| {entry.path.stem} | {expected} | {got} | {time.perf_counter() - started:.1f}s |")
+
+
+if __name__ == "__main__":
+    main()
