@@ -1,6 +1,5 @@
 """Building ncu command lines, and run_ncu's statuses, with small fake ncu scripts."""
 
-import os
 import stat
 import sys
 import time

@@ -166,3 +166,12 @@ def test_compile_stats_takes_a_plain_signature_mapping():
                       isolate=True)                  # also exercises the child-process path
     assert s.error is None, s.error
     assert s.num_warps == 2 and s.registers is not None and s.kernel == "row_sum_kernel"
+
+
+def test_compile_many_in_parallel_children_keeps_the_order():
+    div = ("x_ptr", "y_ptr", "out_ptr", "n")
+    reqs = [CompileRequest(KERNELS, "add_kernel", KernelSignature(ADD_TYPES, (("BLOCK", b),), div), w, 2)
+            for b, w in ((256, 1), (512, 2), (2048, 8))]
+    out = compile_many(reqs, workers=2)
+    assert [dict(s.constexprs)["BLOCK"] for s in out] == [256, 512, 2048]
+    assert [s.num_warps for s in out] == [1, 2, 8] and all(s.error is None for s in out)
