@@ -225,7 +225,11 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
             elif isinstance(node, ast.Compare):
                 compared |= names_in(node) & reader.runtime
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                # a tile index (a name or the call itself) times a constexpr: ``pid * BLOCK``;
+                # ``(b * H + h) * D`` is a flat index times a problem size, not a tiling
                 for side, other in ((node.left, node.right), (node.right, node.left)):
+                    if not (isinstance(side, ast.Name) or is_tl_call(side, "program_id")):
+                        continue
                     side_axes = reader.pid_axes(side)
                     if side_axes and not reader.pid_axes(other):
                         for name in names_in(other) & reader.constexprs:

@@ -63,6 +63,13 @@ class Transform(ABC):
     preserves_semantics: ClassVar[bool] = True     # same values, only speed may change
     param_names: ClassVar[tuple[str, ...]] = ()
     example_params: ClassVar[Mapping[str, Any]] = {}   # representative values (coverage runs)
+    no_example_reason: ClassVar[str] = "no parameters to try for this source"
+
+    def examples(self, analysis: SourceAnalysis) -> list[dict[str, Any]]:
+        """Representative parameter sets for this source (coverage runs, smoke tests); the
+        default is ``example_params``. Transforms whose parameters name things in the source
+        (a constexpr) derive them from the analysis, and may find none (``no_example_reason``)."""
+        return [dict(self.example_params)]
 
     def applies(self, analysis: SourceAnalysis, **params: Any) -> Applicability:
         unknown = set(params) - set(self.param_names)

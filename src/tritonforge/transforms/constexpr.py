@@ -109,6 +109,18 @@ class ConstexprOverride(Transform):
     preserves_semantics = False     # right only for kernels that mask their tails: verify
     param_names = ("name", "value", "site", "kernel", "force")
     example_params = {"name": "BLOCK_SIZE", "value": 256}
+    no_example_reason = "no literal tile size at any launch (block sizes computed, autotuned " \
+                        "or absent)"
+
+    def examples(self, analysis: SourceAnalysis) -> list[dict[str, Any]]:
+        """Each literal block size of each launch, doubled."""
+        out = []
+        for s in analysis.launch_sites:
+            for knob in s.knobs.tunable_constexprs if s.knobs else ():
+                if knob.block_like and isinstance(knob.value, int) \
+                        and not isinstance(knob.value, bool):
+                    out.append({"name": knob.name, "value": knob.value * 2, "site": s.index})
+        return out
 
     def _plans(self, analysis: SourceAnalysis, name: str | None, value: object,
                site: int | None, kernel: str | None, force: bool) -> tuple[list[_Plan], list[str]]:

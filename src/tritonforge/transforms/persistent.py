@@ -5,8 +5,8 @@
                                             ...body...
     kernel[(T,)](args)                  kernel[(min(_tf_num_sms(), T),)](args, tf_num_tiles=T)
 
-It applies only where that is the same computation: the kernel reads its program id once, as a
-statement of its body, on a 1-D grid written as a tuple; it never returns early (that would end
+It applies only where that is the same computation: the kernel reads its program id once (as
+``pid = tl.program_id(0)``, or inline, replaced by the loop variable), on a 1-D tuple grid; it never returns early (that would end
 the loop), never reads tl.num_programs, takes no locks, and never reassigns a parameter (the
 change would carry over to the next tile). It refuses more often than it applies; the reason
 says which condition failed. Whether it is faster is for the timing to say: it pays off where
@@ -24,6 +24,7 @@ from ._cst import append_param, edit_kernel, grid_node, kw_arg, launch_calls, re
 from .base import Applicability, Transform, first_no
 
 TILES = "tf_num_tiles"
+LOOP_VAR = "_tf_pid"       # the loop variable when the program id is read inline
 SMS_HELPER = "_tf_num_sms"
 _HELPER_SRC = f'''
 
@@ -39,11 +40,13 @@ def {SMS_HELPER}():
 
 def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
     pid = [v for v in k.pid_vars if v.axis == 0]
-    if k.program_id_calls != (0,) or len(pid) != 1:
-        return f"{k.name} does not read tl.program_id(0) exactly once as `pid = ...` (calls: " \
+    if k.program_id_calls != (0,):
+        return f"{k.name} does not read tl.program_id(0) exactly once (program ids read: " \
                f"axes {list(k.program_id_calls)})"
-    if pid[0].reassigned:
+    if pid and pid[0].reassigned:
         return f"{k.name} reassigns {pid[0].name}"
+    if LOOP_VAR in k.body_names:
+        return f"{k.name} already uses {LOOP_VAR}"
     if k.has_return:
         return f"{k.name} returns early: in a persistent loop that would skip later tiles"
     if k.uses_num_programs:
@@ -115,20 +118,31 @@ class PersistentGrid(Transform):
         targets, _ = self._targets(analysis, kernel)
         tl = "tl" if "tl" in analysis.module_names else "triton.language"
         for k in sorted(targets, key=lambda k: -k.span.line):
-            pid = next(v for v in k.pid_vars if v.axis == 0)
+            pid = next((v for v in k.pid_vars if v.axis == 0), None)
 
             def loop(fn: cst.FunctionDef, pid=pid) -> cst.FunctionDef:
                 body = list(fn.body.body)
-                at = next(i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-                          and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
-                          and isinstance(s.body[0].targets[0].target, cst.Name)
-                          and s.body[0].targets[0].target.value == pid.name)
+                if pid is not None:         # pid = tl.program_id(0): the loop takes its place
+                    at = next(i for i, s in enumerate(body)
+                              if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                              and isinstance(s.body[0], cst.Assign)
+                              and isinstance(s.body[0].targets[0].target, cst.Name)
+                              and s.body[0].targets[0].target.value == pid.name)
+                    before, inside, var = body[:at], body[at + 1:], pid.name
+                    header, leading = body[at].trailing_whitespace, body[at].leading_lines
+                else:                       # read inline: the loop variable replaces the call
+                    doc = 1 if body and _is_docstring(body[0]) else 0
+                    before, var = body[:doc], LOOP_VAR
+                    inside = [s.visit(_ProgramIdToName(var)) for s in body[doc:]]
+                    header, leading = cst.TrailingWhitespace(), inside[0].leading_lines
+                    inside[0] = inside[0].with_changes(leading_lines=())
                 head = cst.parse_statement(
-                    f"for {pid.name} in range({tl}.program_id(0), {TILES}, "
+                    f"for {var} in range({tl}.program_id(0), {TILES}, "
                     f"{tl}.num_programs(0)):\n    pass\n")
-                head = head.with_changes(body=head.body.with_changes(body=body[at + 1:]),
-                                         leading_lines=body[at].leading_lines)
-                fn = fn.with_changes(body=fn.body.with_changes(body=body[:at] + [head]))
+                head = head.with_changes(       # the pid line's comments move to the loop
+                    body=head.body.with_changes(body=inside, header=header),
+                    leading_lines=leading)
+                fn = fn.with_changes(body=fn.body.with_changes(body=before + [head]))
                 return append_param(fn, cst.Param(name=cst.Name(TILES)), before_defaults=True)[0]
 
             source = edit_kernel(source, k, {}, whole=loop)
@@ -174,3 +188,22 @@ def _add_helper(module: cst.Module) -> cst.Module:
     fn = helper[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     body.insert(last_import + 1, fn)
     return module.with_changes(body=body)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+        isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value,
+                                                          (cst.SimpleString, cst.ConcatenatedString))
+
+
+class _ProgramIdToName(cst.CSTTransformer):
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        from ._cst import dotted
+
+        if dotted(original.func).split(".")[-1] == "program_id":
+            return cst.Name(self.name, lpar=updated.lpar, rpar=updated.rpar)
+        return updated
