@@ -41,7 +41,8 @@ from .tree import as_bits, bitwise_equal, iter_tensors, unravel
 
 log = logging.getLogger(__name__)
 
-# aten ops that allocate, view, copy or fill: a candidate may use them although the original does not.
+# aten ops that allocate, view, copy, pad, concatenate or fill (data movement, no arithmetic on the
+# inputs): a candidate may use them although the original does not.
 PLUMBING_OPS = frozenset({
     "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
     "aten.new_empty_strided", "aten.empty_permuted", "aten.zeros", "aten.zeros_like",
@@ -55,7 +56,7 @@ PLUMBING_OPS = frozenset({
     "aten.copy_", "aten._to_copy", "aten.to", "aten._local_scalar_dense", "aten.is_contiguous",
     "aten.stride", "aten.size", "aten.sym_size", "aten.sym_stride", "aten.sym_numel",
     "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
-    "aten.record_stream",
+    "aten.record_stream", "aten.arange", "aten.cat", "aten.stack", "aten.constant_pad_nd",
 })
 
 
