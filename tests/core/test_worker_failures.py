@@ -1,0 +1,75 @@
+"""A candidate that raises, hangs or eats memory becomes a recorded failure; the run goes on."""
+
+from pathlib import Path
+
+import pytest
+
+from tritonforge.model import Case, CaseRole, SpecCall, Status, Task, TensorSpec, Variant, content_hash
+from tritonforge.runtime.client import Worker
+from tritonforge.runtime.protocol import EvaluateRequest
+
+SRC = '''
+import torch, triton, triton.language as tl
+
+@triton.jit
+def add1(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+def entry(x):
+    y = torch.empty_like(x)
+    add1[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+'''
+
+TASK = Task("add1", SRC, ("entry",),
+            (Case("c", CaseRole.CORRECTNESS, SpecCall("entry", (TensorSpec((100,)),))),), "test")
+
+
+def _v(name, src):
+    return Variant(name, src, content_hash(src))
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    w = Worker("cpu", tmp_path_factory.mktemp("w"), timeout_s=20, host_memory_limit_gb=3)
+    w.start()
+    yield w
+    w.close()
+
+
+def _evaluate(worker, name, src):
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", SRC), _v(name, src)),
+                                         verify=False, time=False))
+    return ev.result(name)
+
+
+def _still_works(worker):
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", SRC),), verify=False, time=False))
+    assert ev.results[0].status is Status.OK
+
+
+def test_raising_candidate(worker):
+    r = _evaluate(worker, "raises", SRC.replace("    return y", "    raise ValueError('boom')"))
+    assert r.status is Status.RUNTIME_ERROR and "boom" in r.failure.reason
+    _still_works(worker)
+
+
+def test_hanging_candidate_is_killed(worker):
+    r = _evaluate(worker, "hangs", SRC.replace("    y = torch.empty_like(x)", "    while True:\n        pass"))
+    assert r.status is Status.TIMEOUT and "no progress" in r.failure.reason
+    _still_works(worker)
+
+
+def test_unbounded_allocation_is_killed(worker):
+    hog = SRC.replace("    y = torch.empty_like(x)",
+                      "    hoard = []\n    while True:\n        hoard.append(torch.ones(2**26))")
+    r = _evaluate(worker, "hog", hog)
+    assert r.status is Status.OOM, r
+    _still_works(worker)
+
+
+def test_import_error_is_recorded(worker):
+    r = _evaluate(worker, "broken", SRC + "\nundefined_thing()\n")
+    assert r.status is Status.IMPORT_ERROR and "undefined_thing" in r.failure.reason
