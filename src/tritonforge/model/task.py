@@ -26,8 +26,10 @@ class TensorSpec:
 
     ``init`` is one of: randn (normal * scale + offset), rand (uniform in [low, high)), randint
     (integers in [low, high)), zeros, ones, full (``value``), arange, empty (an output buffer the
-    caller passes in; the worker poisons it). ``layout`` "transposed" makes a non-contiguous view
-    (the last two dimensions swapped) so that stride handling is exercised.
+    caller passes in; the worker poisons it), values (the literal, flattened data in ``values``:
+    index tensors whose structure matters, such as permutations or sorted offsets, kept as traced
+    by testgen). ``layout`` "transposed" makes a non-contiguous view (the last two dimensions
+    swapped) so that stride handling is exercised.
     """
 
     shape: tuple[int, ...]
@@ -40,6 +42,7 @@ class TensorSpec:
     offset: float = 0.0
     layout: str = "contiguous"
     requires_grad: bool = False
+    values: tuple | None = None       # init "values": the data, flattened (added for testgen)
 
     def describe(self) -> str:
         dims = "x".join(str(d) for d in self.shape) or "scalar"

@@ -19,8 +19,9 @@ Format (README.md, "Writing a spec", has the user-facing version)::
     kwargs = { BLOCK_SIZE = 128 }
 
 A tensor argument is an inline table with ``tensor = [shape...]`` and the optional keys of
-``model.TensorSpec`` (dtype, init, low, high, value, scale, offset, layout, requires_grad). Any
-other value is passed as it is; a TOML array of values becomes a tuple.
+``model.TensorSpec`` (dtype, init, low, high, value, scale, offset, layout, requires_grad, and
+``values`` for ``init = "values"``: the flattened data). ``{ none = true }`` is Python's None
+(TOML has no null). Any other value is passed as it is; a TOML array of values becomes a tuple.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..model import Case, CaseRole, SpecCall, TensorSpec, Tolerance
 _TENSOR_KEYS = {f.name for f in fields(TensorSpec)} - {"shape"}
 _DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
            "uint8", "bool", "float8_e4m3fn", "float8_e5m2"}
-_INITS = {"randn", "rand", "randint", "zeros", "ones", "full", "arange", "empty"}
+_INITS = {"randn", "rand", "randint", "zeros", "ones", "full", "arange", "empty", "values"}
 
 
 class SpecDocument:
@@ -52,6 +53,8 @@ class SpecDocument:
 
 
 def _parse_arg(value: Any, where: str) -> Any:
+    if isinstance(value, dict) and set(value) == {"none"} and value["none"] is True:
+        return None
     if isinstance(value, dict):
         if "tensor" not in value:
             raise SpecError(f"{where}: a table argument must have a 'tensor' key (its shape)",
@@ -71,10 +74,25 @@ def _parse_arg(value: Any, where: str) -> Any:
         if kw.get("init", "randn") not in _INITS:
             raise SpecError(f"{where}: unknown init {kw['init']!r}",
                             hint="one of " + ", ".join(sorted(_INITS)))
+        if kw.get("init") == "values" or "values" in kw:
+            kw["values"] = _parse_values(kw.get("values"), shape, where)
         return TensorSpec(shape=tuple(shape), **kw)
     if isinstance(value, list):
         return tuple(_parse_arg(v, f"{where}[{i}]") for i, v in enumerate(value))
     return value
+
+
+def _parse_values(values: Any, shape: list[int], where: str) -> tuple:
+    numel = 1
+    for d in shape:
+        numel *= d
+    if not isinstance(values, list) or not all(isinstance(v, (int, float, bool)) for v in values):
+        raise SpecError(f"{where}: init = \"values\" needs values = [numbers...], the flattened data",
+                        hint=f"give {numel} numbers, or use another init")
+    if len(values) != numel:
+        raise SpecError(f"{where}: values holds {len(values)} numbers but the shape {shape} has "
+                        f"{numel} elements", hint="give one number per element, row-major")
+    return tuple(values)
 
 
 def parse_spec(text: str, origin: str = "<spec>") -> SpecDocument:
@@ -155,19 +173,25 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if value is None:
-        raise SpecError("None cannot be written in a TOML spec",
-                        hint="give the entry function a default for that argument")
+        return "{ none = true }"
     raise SpecError(f"cannot write {type(value).__name__} value {value!r} in a spec")
 
 
 def write_spec(entry: str, cases: tuple[Case, ...], seeds: int = 3,
-               comments: tuple[str, ...] = ()) -> str:
-    """Render SpecCall cases as a spec file that ``parse_spec`` reads back to the same cases."""
-    out = [f"# {c}" for c in comments]
+               comments: tuple[str, ...] = (),
+               case_comments: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> str:
+    """Render SpecCall cases as a spec file that ``parse_spec`` reads back to the same cases.
+
+    ``case_comments`` maps a case id to comment lines written above its table (testgen says
+    there where each case comes from).
+    """
+    notes = dict(case_comments)
+    out = [f"# {c}" if c else "#" for c in comments]
     out += [f'entry = "{entry}"', f"seeds = {seeds}", ""]
     for case in cases:
         if not isinstance(case.recipe, SpecCall):
             raise SpecError(f"case {case.id} is not a spec call and cannot be written as a spec")
+        out += [f"# {line}" for line in notes.get(case.id, ())]
         out.append("[[case]]")
         out.append(f'id = "{case.id}"')
         out.append(f'role = "{case.role.value}"')

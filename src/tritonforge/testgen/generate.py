@@ -1,0 +1,313 @@
+"""The test generator: from a kernel file and its own test to validated correctness and performance
+cases, with no LLM.
+
+    trace (subprocess) -> entries -> templates (shared sizes) -> cases -> validate (worker) -> spec
+
+Correctness cases are the traced calls re-drawn under fresh seeds plus odd shapes derived from
+them; performance cases scale the sizes that scale until one call moves ``perf_bytes`` (on a GPU:
+or runs ``perf_us``), checked to run and, on a GPU, to take longer as they grow. Every case is run
+on the original first; a case it fails on is dropped with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..config import Settings
+from ..model import Case, CaseRole, Task
+from ..runtime.service import Evaluator, resolve_device
+from .cases import Built, Unrepresentable, call_bytes, make_case, materialize, odd_values, shrink_hazard
+from .dims import Template, build_templates, leaves, pin, symbol_values
+from .model import Dropped, GeneratedCase, Symbol, TestgenResult, Trace, TracedCall, TracedTensor
+from .perf import choose_perf_cases
+from .render import spec_text
+from .trace import failure_kind, trace_source
+from .validate import check_stable, run_original
+from .values import learn
+
+log = logging.getLogger(__name__)
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class TestgenOptions:
+    """What to generate and how hard to check it (defaults: the issue's numbers)."""
+
+    entries: tuple[str, ...] = ()            # default: functions the test calls that launch kernels
+    driver: str = "auto"                     # auto | tests | main (a separate test file: section)
+    perf_bytes: int = 64 * MB                # scale until one call moves this much ...
+    perf_us: float = 50.0                    # ... or (GPU) runs this long
+    fixed: tuple[tuple[str, int], ...] = ()  # sizes the user fixes for performance cases
+    perf: bool = True
+    seeds: int = 3
+    max_traced: int = 8                      # traced calls kept per template
+    max_odd: int = 10                        # odd-shape cases per template
+    validate: bool = True
+    stability: bool = True                   # verify the original against itself
+    stability_max_s: float = 3.0             # CPU: skip it for cases whose one call takes longer
+    perf_on_cpu: bool = False                # run (never time) performance cases on the interpreter
+    trace_timeout_s: float = 180.0
+
+    __test__ = False
+
+
+def select_entries(trace: Trace, wanted: tuple[str, ...]) -> tuple[tuple[str, ...], list[TracedCall], list[str]]:
+    """The entry functions and their calls: the outermost watched calls that launched kernels."""
+    by_index = {c.index: c for c in trace.calls}
+    notes = []
+    raised = [c for c in trace.calls if c.error is not None]
+    if raised:
+        notes.append(f"{len(raised)} traced call(s) raised and were not used, e.g. "
+                     f"{raised[0].function}: {raised[0].error[:150]}")
+
+    def ancestors(call: TracedCall) -> list[str]:
+        out, p = [], call.parent
+        while p is not None and p >= 0 and p in by_index:
+            out.append(by_index[p].function)
+            p = by_index[p].parent
+        if p == -1:
+            out.append("?")
+        return out
+
+    usable = [c for c in trace.calls if c.error is None and c.n_launches > 0]
+    if wanted:
+        calls = [c for c in usable if c.function in wanted and c.function not in ancestors(c)]
+        entries = tuple(w for w in wanted if any(c.function == w for c in calls))
+        missing = [w for w in wanted if w not in entries]
+        if missing:
+            names = sorted({c.function for c in trace.calls})
+            notes.append(f"no traced call of {', '.join(missing)} launched a kernel "
+                         f"(traced functions: {', '.join(names) or 'none'})")
+    else:
+        calls = [c for c in usable if c.parent is None]
+        counts: dict[str, int] = {}
+        for c in calls:
+            counts[c.function] = counts.get(c.function, 0) + c.repeats
+        entries = tuple(sorted(counts, key=lambda f: -counts[f]))
+    return entries, calls, notes
+
+
+def _pin_kept(template: Template) -> Template:
+    """Pin the sizes an index tensor kept as data depends on (its dims, its largest value)."""
+    names: set[str] = set()
+    call = template.calls[0]
+    values = symbol_values(template, call)
+    for path, node in leaves(call, with_returns=False):
+        if isinstance(node, TracedTensor) and learn(node).keeps_values:
+            for atom, sym in template.atom_symbol:
+                if atom.path == path:
+                    names.add(sym)
+            s = node.stats
+            if s is not None and s.max is not None:
+                names |= {n for n, v in values.items() if v in (int(s.max), int(s.max) + 1)}
+    return pin(template, names, "an index tensor kept as traced data depends on it") if names else template
+
+
+class _Builder:
+    """Collects cases with unique ids and the reasons calls were skipped."""
+
+    def __init__(self, seeds: int, trace: Trace):
+        self.seeds = seeds
+        self.trace = trace
+        self.cases: list[GeneratedCase] = []
+        self.seen: set = set()
+        self.notes: list[str] = []
+
+    def add(self, case_id: str, role: CaseRole, template: Template, call: TracedCall,
+            values: dict[str, int], origin: str, note: str) -> GeneratedCase | None:
+        try:
+            built: Built = materialize(template, call, values, self.trace.signature(template.function))
+        except Unrepresentable as exc:
+            self.notes.append(f"{case_id}: skipped, {exc} (a spec cannot express it)")
+            return None
+        key = (role, built.call)
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        sizes = tuple(sorted({**symbol_values(template, call), **values}.items()))
+        detail = "; ".join(built.notes[:4])
+        traced_bytes = max(call_bytes(template, call, symbol_values(template, call)), 1)
+        gen = GeneratedCase(make_case(case_id, role, built, self.seeds, note), origin,
+                            note + (f" [{detail}]" if detail and origin == "trace" else ""),
+                            built.bytes, sizes, est_s=call.wall_s * max(built.bytes / traced_bytes, 1.0))
+        self.cases.append(gen)
+        return gen
+
+
+def _correctness(b: _Builder, template: Template, prefix: str, options: TestgenOptions) -> None:
+    for n, call in enumerate(template.calls[: options.max_traced]):
+        extra = f" (x{call.repeats})" if call.repeats > 1 else ""
+        b.add(f"{prefix}trace-{n + 1}", CaseRole.CORRECTNESS, template, call,
+              symbol_values(template, call), "trace",
+              f"traced call {call.index} of {call.function}{extra}, re-drawn")
+    rep = min(template.calls, key=lambda c: call_bytes(template, c, symbol_values(template, c)))
+    traced = {s.name: {symbol_values(template, c).get(s.name) for c in template.calls}
+              for s in template.symbols}
+    free = [s for s in template.symbols if s.kind in ("free", "block_following")]
+    count = 0
+    rep_values = symbol_values(template, rep)
+    for sym in free:
+        value = rep_values.get(sym.name, 0)
+        if value < 2:
+            continue
+        for tag, new in odd_values(value):
+            if new in traced[sym.name] or count >= options.max_odd:
+                continue
+            hazard = shrink_hazard(template, rep, sym.name, new)
+            if hazard:
+                b.notes.append(hazard)
+                continue
+            if b.add(f"{prefix}odd-{sym.name}-{tag}", CaseRole.CORRECTNESS, template, rep,
+                     {sym.name: new}, "odd", f"odd shape: {sym.name} {value} -> {new} ({tag})"):
+                count += 1
+    growable = [s for s in free if rep_values.get(s.name, 0) >= 2]
+    if len(growable) >= 2 and count < options.max_odd:
+        values = {s.name: odd_values(rep_values[s.name])[0][1] for s in growable}
+        b.add(f"{prefix}odd-all", CaseRole.CORRECTNESS, template, rep, values, "odd",
+              "odd shape: " + ", ".join(f"{k} -> {v}" for k, v in values.items()))
+
+
+def _refused(templates: list[Template], gone: set[str], cases: list[GeneratedCase],
+             prefixes: dict[str, str]) -> list[tuple[Template, Symbol]]:
+    """Symbols whose every odd variant the original refused."""
+    out = []
+    for t in templates:
+        p = prefixes[t.id]
+        for s in t.symbols:
+            tried = [c.case.id for c in cases if c.case.id.startswith(f"{p}odd-{s.name}-")]
+            if tried and all(cid in gone for cid in tried):
+                out.append((t, s))
+    return out
+
+
+def _set_kinds(templates: list[Template], kinds: dict[tuple[str, str], tuple[str, str]]) -> list[Template]:
+    return [replace(t, symbols=tuple(replace(s, kind=kinds[(t.id, s.name)][0], why=kinds[(t.id, s.name)][1])
+                                     if (t.id, s.name) in kinds else s for s in t.symbols))
+            for t in templates]
+
+
+def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templates: list[Template],
+                          prefixes: dict[str, str], options: TestgenOptions, interpreted: bool
+                          ) -> tuple[list[str], list[Dropped], list[str], list[Template]]:
+    """Run the original on the correctness cases, probe refused sizes, check stability.
+
+    A size whose odd values were all refused is probed once more at twice its traced value: taken,
+    it only needs alignment (``aligned``: scaled by doubling, never odd); refused, it is kept
+    (``rejected``).
+    """
+    notes: list[str] = []
+    ran = run_original(evaluator, task, tuple(c.case.id for c in b.cases))
+    dropped, notes = list(ran.dropped), notes + list(ran.notes)
+    kept = list(ran.kept)
+    refused = _refused(templates, {d.case_id for d in dropped}, b.cases, prefixes)
+    kinds: dict[tuple[str, str], tuple[str, str]] = {}
+    if refused:
+        probes = {}
+        for t, sym in refused:
+            rep = min(t.calls, key=lambda c: call_bytes(t, c, symbol_values(t, c)))
+            value = symbol_values(t, rep).get(sym.name, sym.value)
+            g = b.add(f"{prefixes[t.id]}probe-{sym.name}-x2", CaseRole.CORRECTNESS, t, rep,
+                      {sym.name: 2 * value}, "odd", f"probe: {sym.name} {value} -> {2 * value} "
+                      f"(every odd value was refused)")
+            if g is not None:
+                probes[g.case.id] = (t, sym)
+        probe_task = replace(task, cases=tuple(c.case for c in b.cases))
+        pr = run_original(evaluator, probe_task, tuple(probes)) if probes else None
+        for t, sym in refused:
+            pid = next((k for k, v in probes.items() if v == (t, sym)), None)
+            if pr is not None and pid in pr.kept:
+                kinds[(t.id, sym.name)] = ("aligned", "the original refused every odd value but took "
+                                                      "the double: scaled by doubling only")
+            else:
+                kinds[(t.id, sym.name)] = ("rejected", "the original failed on every other size tried")
+                notes.append(f"{t.function}: {sym.name} is not scaled: the original failed on every "
+                             f"other size tried")
+        if pr is not None:
+            kept += list(pr.kept)
+            dropped += list(pr.dropped)
+        task = probe_task
+    if options.stability and kept:
+        by_id = {c.case.id: c for c in b.cases}
+        cheap = [c for c in kept if not interpreted or by_id[c].est_s <= options.stability_max_s]
+        if len(cheap) < len(kept):
+            notes.append(f"stability check skipped for {len(kept) - len(cheap)} case(s) that take "
+                         f"over {options.stability_max_s:g} s a call in the interpreter")
+        if cheap:
+            stable = check_stable(evaluator, task, tuple(cheap))
+            dropped += stable.dropped
+            notes += stable.notes
+            kept = [c for c in kept if c not in {d.case_id for d in stable.dropped}]
+    return kept, dropped, notes, _set_kinds(templates, kinds)
+
+
+def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, *,
+             options: TestgenOptions = TestgenOptions(), section_path: str | Path | None = None,
+             device: str | None = None) -> TestgenResult:
+    """Cases for the kernel module at ``module_path`` from its own test (see the module doc).
+
+    ``section_path``: a separate test or example file run against the module (TritonBench test
+    sections; a user's ``test_kernel.py``) instead of the module's own tests or main block.
+    """
+    work = Path(work_dir)
+    stamps: dict[str, float] = {}
+    t0 = time.perf_counter()
+    dev = device or resolve_device(settings.device)
+    trace = trace_source(module_path, section_path=section_path, driver=options.driver, device=dev,
+                         functions=None, timeout_s=options.trace_timeout_s, work_dir=work / "trace")
+    stamps["trace_s"] = time.perf_counter() - t0
+    kind = failure_kind(trace)
+    entries, calls, notes = select_entries(trace, options.entries)
+    if not trace.ok:
+        notes.insert(0, f"the test did not run to its end ({kind}): {trace.error}")
+    if not calls:
+        stage, why = ("trace", kind) if kind else ("entry", "no_calls")
+        if not kind:
+            notes.append("no watched function launched a Triton kernel: name the entry with --entry, "
+                         "or give a test that calls it")
+        return TestgenResult((), (), (), (), tuple(notes), trace, device=dev, stage_failed=stage,
+                             failure_kind=why, timings=tuple(stamps.items()))
+    params = {fn: tuple(p.name for p in trace.signature(fn)) for fn in entries}
+    templates = [_pin_kept(t) for t in build_templates(tuple(calls), params)]
+    prefixes = {t.id: ("" if len(templates) == 1 else f"t{i + 1}-") for i, t in enumerate(templates)}
+    b = _Builder(options.seeds, trace)
+    for t in templates:
+        _correctness(b, t, prefixes[t.id], options)
+    notes += b.notes
+    source = Path(module_path).read_text(encoding="utf-8")
+    task = Task(name=Path(module_path).stem, source=source, entries=entries,
+                cases=tuple(c.case for c in b.cases), origin=f"testgen:{module_path}",
+                source_path=str(Path(module_path).resolve()))
+    dropped: list[Dropped] = []
+    interpreted = dev == "cpu"
+    evaluator = Evaluator(settings, work / "validate", store=None, device=dev) if options.validate else None
+    try:
+        kept_ids = [c.case.id for c in b.cases]
+        if evaluator is not None and kept_ids:
+            t1 = time.perf_counter()
+            kept_ids, dropped, more, templates = _validate_correctness(
+                evaluator, task, b, templates, prefixes, options, interpreted)
+            notes += more
+            stamps["validate_s"] = time.perf_counter() - t1
+        perf_cases: list[GeneratedCase] = []
+        if options.perf:
+            t2 = time.perf_counter()
+            perf = choose_perf_cases(templates, entries, b, evaluator, task, options, interpreted)
+            perf_cases, notes, dropped = list(perf.cases), notes + list(perf.notes), dropped + list(perf.dropped)
+            stamps["perf_s"] = time.perf_counter() - t2
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+    keep = set(kept_ids)
+    final = [c for c in b.cases if c.case.id in keep] + perf_cases
+    result = TestgenResult(
+        entries=entries, cases=tuple(final), dropped=tuple(dropped),
+        symbols=tuple((t.id, t.symbols) for t in templates), notes=tuple(notes), trace=trace,
+        device=dev, validated=options.validate, perf_by_bytes_only=interpreted,
+        stage_failed=None if final else "cases",
+        failure_kind=None if any(c.origin != "perf" for c in final) else (kind or "no_cases"),
+        timings=tuple(stamps.items()))
+    return replace(result, spec_text=spec_text(result, Path(module_path).name, options) if final else "")

@@ -1,0 +1,118 @@
+"""Run the ORIGINAL on generated cases in the worker; a case it fails on is dropped with a note.
+
+Three checks, all through ``runtime.service.Evaluator`` (the driver never runs kernel code):
+- runs: every case once (``keep_going``: a failing case is recorded and the others go on; a
+  case that kills the worker is dropped and the rest evaluated again);
+- stable: the original verified against a copy of itself on the correctness cases (fresh seeds,
+  poisoned outputs): a case where two runs on the same inputs disagree reads memory it was not
+  given (an odd shape past a buffer's end) and cannot judge candidates;
+- timed (GPU only): performance candidates timed with a short plan, to pick sizes that are long
+  enough to measure and to check that time grows with size.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..model import Status, Task, Variant
+from ..runtime.service import Evaluator, original_variant
+from ..runtime.timing import TimingPlan
+from .model import Dropped
+
+log = logging.getLogger(__name__)
+
+QUICK_PLAN = TimingPlan(rounds=3, round_ms=5.0, warmup_ms=5.0, flush_l2=True, cuda_graph=False)
+
+
+@dataclass(frozen=True)
+class Validation:
+    kept: tuple[str, ...]
+    dropped: tuple[Dropped, ...]
+    median_ms: tuple[tuple[str, float], ...] = field(default=())
+    notes: tuple[str, ...] = ()
+
+
+def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
+                 time: bool = False, plan: TimingPlan | None = None) -> Validation:
+    """Run the original on ``case_ids``; drop each case it fails on (errors, crashes, timeouts)."""
+    remaining = list(case_ids)
+    dropped: list[Dropped] = []
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+    for _ in range(len(case_ids) + 1):
+        if not remaining:
+            break
+        evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="testgen",
+                                        case_ids=tuple(remaining), verify=False, time=time,
+                                        keep_going=True, plan=plan, use_store=False)
+        result = evaluation.results[0]
+        for failure in result.case_failures:
+            if failure.case_id in remaining:
+                dropped.append(Dropped(failure.case_id, _reason(failure.status, failure.reason)))
+                remaining.remove(failure.case_id)
+        for timing in result.timings:
+            timings[timing.case_id] = timing.median_ms
+        if result.failure is None:
+            break
+        culprit = result.failure.case_id
+        if culprit in remaining:
+            dropped.append(Dropped(culprit, _reason(result.failure.status, result.failure.reason)))
+            remaining.remove(culprit)
+            continue                     # the worker died on it: evaluate the rest again
+        reason = _reason(result.failure.status, result.failure.reason)
+        notes.append(f"the original failed outside any case: {reason}")
+        dropped += [Dropped(c, reason) for c in remaining]
+        remaining = []
+        break
+    return Validation(tuple(remaining), tuple(dropped), tuple(sorted(timings.items())), tuple(notes))
+
+
+def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...],
+                 passes: int = 3) -> Validation:
+    """Verify the original against a copy of itself on ``case_ids``; drop the cases that differ.
+
+    The verifier stops at its first failure or after a few mismatches, so the remaining cases are
+    checked again (at most ``passes`` times) after the bad ones are dropped.
+    """
+    copy = Variant("original-again", task.source, task.source_hash)
+    remaining = list(case_ids)
+    dropped: list[Dropped] = []
+    notes: list[str] = []
+    for _ in range(passes):
+        if not remaining:
+            break
+        evaluation = evaluator.evaluate(task, (original_variant(task), copy),
+                                        purpose="testgen-stable", case_ids=tuple(remaining),
+                                        verify=True, time=False, keep_going=True, use_store=False)
+        result = evaluation.result("original-again")
+        verdict = result.verdict
+        bad: dict[str, str] = {}
+        if verdict is None:
+            failures = [r.failure for r in evaluation.results if r.failure is not None]
+            failure = next((f for f in failures if f.case_id in remaining),
+                           failures[0] if failures else None)
+            if failure is not None and failure.case_id in remaining:
+                bad[failure.case_id] = _reason(failure.status, failure.reason)
+            else:
+                notes.append("stability check not done: "
+                             + (failure.one_line() if failure else "no verdict"))
+                break
+        else:
+            for m in verdict.mismatches:
+                bad.setdefault(m.case_id, "unstable: two runs of the original on the same inputs "
+                                          f"differ ({m.output}: {m.message[:120]})")
+            if verdict.failure is not None and verdict.failure.case_id in remaining:
+                bad.setdefault(verdict.failure.case_id,
+                               _reason(verdict.failure.status, verdict.failure.reason))
+            if verdict.cheats and not bad:
+                notes.append("stability check: " + "; ".join(verdict.cheats)[:300])
+        if not bad:
+            break
+        dropped += [Dropped(c, r) for c, r in bad.items()]
+        remaining = [c for c in remaining if c not in bad]
+    return Validation(tuple(remaining), tuple(dropped), notes=tuple(notes))
+
+
+def _reason(status: Status, reason: str) -> str:
+    return f"the original failed ({status.value}): {reason.splitlines()[0][:200] if reason else ''}"
