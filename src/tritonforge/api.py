@@ -96,3 +96,46 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
     device_name = info.name if info else device
     paths = write_outputs(result, Path(out_dir) if out_dir else run_dir / "output", name, device_name)
     return result, paths, device_name
+
+
+def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, ...] = (),
+                   test: str | Path | None = None, out: str | Path | None = None,
+                   overwrite: bool = False, options=None):
+    """Cases for a kernel file from its own test or example, written as a spec (``testgen``).
+
+    ``test``: a separate test or example file run against the module (default: the file's
+    ``test_*`` functions, else its ``__main__`` block, else the TritonBench-style test section
+    after a line of 146 ``#``). ``out``: where to write the spec (refused if it exists, unless
+    ``overwrite``). Returns ``testgen.model.TestgenResult``; ``options`` is a
+    ``testgen.generate.TestgenOptions``.
+    """
+    from dataclasses import replace as _replace
+
+    from .errors import InputError
+    from .tasks.source import read_source, summarize_source
+    from .tasks.tritonbench import split_source
+    from .testgen.generate import TestgenOptions, generate
+
+    kernel = Path(path)
+    source = read_source(kernel)
+    summarize_source(source, str(kernel))            # a clear error for a file with no kernel
+    if out is not None and Path(out).exists() and not overwrite:
+        raise InputError(f"{out} already exists", hint="pass --force to replace it, or --out elsewhere")
+    if test is not None and not Path(test).exists():
+        raise InputError(f"test file {test} does not exist", hint="pass the test or example file to run")
+    options = options or TestgenOptions()
+    if entries:
+        options = _replace(options, entries=tuple(entries))
+    work = Path(settings.run_dir) / "testgen" / kernel.stem
+    module_path, section = kernel, Path(test) if test else None
+    module_text, section_text = split_source(source)
+    if section is None and section_text.strip():
+        work.mkdir(parents=True, exist_ok=True)
+        module_path = work / kernel.name
+        module_path.write_text(module_text, encoding="utf-8")
+        section = work / "test_section.py"
+        section.write_text(section_text, encoding="utf-8")
+    result = generate(module_path, settings, work, options=options, section_path=section)
+    if out is not None and result.spec_text:
+        Path(out).write_text(result.spec_text, encoding="utf-8")
+    return result

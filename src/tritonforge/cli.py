@@ -2,6 +2,7 @@
 
     tritonforge run FILE [--spec SPEC]        evaluate a kernel file's cases, print a table
     tritonforge run --tritonbench NAME        the same for a TritonBench-G record
+    tritonforge testgen FILE [--out SPEC]     cases from the file's own test, written as a spec
     tritonforge bench baseline ...            baseline sweep over TritonBench-G (resumable)
     tritonforge bench selfcheck ...           time a file against itself: the noise floor
 
@@ -66,6 +67,30 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--out", help="where the faster file, diff and reports go "
                                    "(default RUN_DIR/output)")
     _common(opt)
+
+    tg = sub.add_parser("testgen", help="build correctness and performance cases from a kernel "
+                                         "file's own test or example, and write them as a spec")
+    tg.add_argument("file", help="the kernel .py file")
+    tg.add_argument("--entry", help="entry function(s), comma-separated (default: the functions "
+                                    "the test calls that launch kernels)")
+    tg.add_argument("--test", help="a separate test or example file that calls the entry "
+                                   "(default: the file's test_* functions, else its __main__ block)")
+    tg.add_argument("--out", help="spec file to write (default: FILE with .toml)")
+    tg.add_argument("--force", action="store_true", help="replace an existing spec file")
+    tg.add_argument("--perf-mb", type=float, default=64.0,
+                    help="scale performance sizes until one call moves this many MB (default 64)")
+    tg.add_argument("--perf-us", type=float, default=50.0,
+                    help="... or, on a GPU, runs this many microseconds (default 50)")
+    tg.add_argument("--set", action="append", default=[], metavar="SIZE=VALUE",
+                    help="fix a size in the performance cases (names as printed), repeatable")
+    tg.add_argument("--no-perf", action="store_true", help="correctness cases only")
+    tg.add_argument("--no-validate", action="store_true",
+                    help="do not run the original on the cases (not recommended)")
+    tg.add_argument("--no-stability", action="store_true",
+                    help="skip running the original against itself on the correctness cases")
+    tg.add_argument("--trace-timeout", type=float, default=180.0,
+                    help="seconds the file's own test may run (default 180)")
+    _common(tg)
 
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
@@ -184,6 +209,37 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_testgen(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .api import generate_cases
+    from .testgen.generate import TestgenOptions
+    from .testgen.render import summary
+
+    fixed = []
+    for item in args.set:
+        name, _, value = item.partition("=")
+        try:
+            fixed.append((name.strip(), int(value)))
+        except ValueError:
+            raise TritonForgeError(f"--set {item!r}: expected SIZE=INTEGER",
+                                   hint="e.g. --set x.0=16777216 (size names as testgen prints them)") from None
+    options = TestgenOptions(perf_bytes=int(args.perf_mb * 2**20), perf_us=args.perf_us,
+                             fixed=tuple(fixed), perf=not args.no_perf, validate=not args.no_validate,
+                             stability=not args.no_stability, trace_timeout_s=args.trace_timeout)
+    out = Path(args.out) if args.out else Path(args.file).with_suffix(".toml")
+    entries = tuple(e.strip() for e in args.entry.split(",")) if args.entry else ()
+    result = generate_cases(args.file, _settings(args), entries=entries, test=args.test, out=out,
+                            overwrite=args.force, options=options)
+    if args.json:
+        print(json.dumps(to_jsonable(result), indent=1))
+    else:
+        print(summary(result, str(out) if result.spec_text else None))
+        if result.spec_text:
+            print(f"next: tritonforge run {args.file} --spec {out}")
+    return EXIT_OK if result.spec_text else EXIT_FAILED
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
@@ -200,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "optimize":
             return _cmd_optimize(args)
+        if args.command == "testgen":
+            return _cmd_testgen(args)
         if args.command == "bench":
             return _cmd_bench(args)
         parser.error(f"unknown command {args.command}")

@@ -88,7 +88,7 @@ def choose_perf_cases(templates: list[Template], entries: tuple[str, ...], build
             return GeneratedCase(make_case(case_id, CaseRole.PERFORMANCE, built, 1, note), "perf",
                                  note, built.bytes, tuple(sorted(values.items())))
 
-        if len(ladder) == 1 and ladder[0].bytes < options.perf_bytes:
+        if len(ladder) == 1 and ladder[0].bytes < options.perf_bytes and not fixed:
             notes.append(f"{entry}: no size scales ({explain_scaling(template, traced, traced, fixed)}); "
                          f"the performance case is the largest traced call ({_mb(ladder[0].bytes)})")
         if interpreted:
