@@ -34,6 +34,9 @@ def main() -> None:
         expected = ", ".join(entry.expect) or "honest"
         got = ", ".join(reasons(verdict)) or "accepted"
         print(f"| {entry.path.stem} | {expected} | {got} | {time.perf_counter() - started:.1f}s |")
+        for cheat in verdict.violations:
+            if f"cheat:{cheat.kind}" not in entry.expect:
+                print(f"    unexpected: {cheat.one_line()}")
 
 
 if __name__ == "__main__":

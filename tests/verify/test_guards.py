@@ -85,6 +85,26 @@ def test_integrity_catches_and_restores_patches():
     assert check_integrity(snapshot) == []
 
 
+def test_integrity_ignores_data_that_changes_legitimately():
+    # torch.cuda.default_generators is () until CUDA initialises; a snapshot taken before must
+    # neither report nor "restore" it (restoring it broke torch.manual_seed on a GPU)
+    snapshot = integrity_snapshot()
+    saved = torch.cuda.default_generators
+    torch.cuda.default_generators = (object(),)
+    try:
+        assert check_integrity(snapshot) == []
+        restore_integrity(snapshot)
+        assert len(torch.cuda.default_generators) == 1
+    finally:
+        torch.cuda.default_generators = saved
+
+
+def test_lazy_torch_rewrites_happen_before_the_snapshot():
+    snapshot = integrity_snapshot()
+    import torch._dynamo  # noqa: F401 - on first import it rewraps torch.manual_seed
+    assert check_integrity(snapshot) == []
+
+
 def test_integrity_has_no_false_positive_around_guarded_runs():
     snapshot = integrity_snapshot()
     with count_launches(), record_torch_calls():

@@ -18,10 +18,12 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
 import threading
+import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -317,7 +319,18 @@ class IntegritySnapshot:
     env: tuple[tuple[str, str], ...] = ()
 
 
+def _settle_lazy_rewrites() -> None:
+    """Import what rewrites torch's own attributes on first import, before anything is recorded:
+    importing torch._dynamo replaces ``torch.manual_seed`` with a wrapped copy (seen on an H200,
+    triggered lazily inside a candidate's call: a false "patched"). About 1.4 s, once."""
+    try:
+        importlib.import_module("torch._dynamo")
+    except Exception:  # pragma: no cover - a torch without dynamo has nothing to settle
+        pass
+
+
 def integrity_snapshot() -> IntegritySnapshot:
+    _settle_lazy_rewrites()
     attributes: list[tuple[str, Any, str, Any]] = []
     modules: list[tuple[str, Any]] = []
     for name in _WATCHED_MODULES:
@@ -327,7 +340,7 @@ def integrity_snapshot() -> IntegritySnapshot:
             continue
         modules.append((name, module))
         for attr, value in list(vars(module).items()):
-            if not attr.startswith("_"):
+            if not attr.startswith("_") and _is_code(value):
                 attributes.append((name, module, attr, value))
     for name in _WATCHED_CLASSES:
         try:
@@ -335,12 +348,22 @@ def integrity_snapshot() -> IntegritySnapshot:
         except (ImportError, AttributeError):
             continue
         for attr, value in list(vars(cls).items()):
-            attributes.append((name, cls, attr, value))
+            if _is_code(value):
+                attributes.append((name, cls, attr, value))
     return IntegritySnapshot(tuple(attributes), tuple(modules), tuple(_settings().items()),
                              tuple(_watched_env().items()))
 
 
 _MISSING = object()
+
+
+def _is_code(value: Any) -> bool:
+    """Functions, classes, modules and descriptors: what a patch replaces. Plain data (e.g.
+    ``torch.cuda.default_generators``, filled when CUDA initialises) changes legitimately; the
+    settings that matter are watched by value in ``_settings``."""
+    return callable(value) or isinstance(value, (types.ModuleType, property, staticmethod,
+                                                 classmethod)) or \
+        inspect.isdatadescriptor(value) or inspect.ismethoddescriptor(value)
 
 
 def check_integrity(snapshot: IntegritySnapshot) -> list[str]:
