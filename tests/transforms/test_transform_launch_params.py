@@ -49,6 +49,14 @@ def test_refusals_say_why(params, reason):
         T.apply(S.SCALE_KEYWORD, **params)
 
 
+def test_refuses_what_heuristics_set():
+    src = S.ADD_LOCAL.replace("@triton.jit\n",
+                              "@triton.heuristics({'num_warps': lambda args: 2})\n@triton.jit\n")
+    v = T.applies(analyze_source(src), num_warps=8)
+    assert not v.ok and "@triton.heuristics sets num_warps" in v.reason
+    assert T.applies(analyze_source(src), num_stages=2).ok
+
+
 @pytest.mark.parametrize("configs", ["make_configs() or [", "make_configs() + ["])
 def test_refuses_configs_it_cannot_edit(configs):
     src = S.AUTOTUNED.replace("configs=[", "configs=" + configs, 1)

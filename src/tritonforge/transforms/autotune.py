@@ -169,6 +169,12 @@ def plan_autotune(source: str | None, analysis: SourceAnalysis, kernel: KernelIn
     if unknown:
         return f"key {unknown} are not parameters of {k.name}"
     restore, reset = _buffers(k, sites)
+    for option, value in (("num_warps", first.knobs.num_warps), ("num_stages",
+                                                                  first.knobs.num_stages)):
+        arg = first.num_warps if option == "num_warps" else first.num_stages
+        if arg is not None and value is None:
+            reasons.append(f"{option} at site {first.index} is computed (`{arg.source}`): the "
+                           f"configs start from the default")
     plan = _Plan(k, chosen, specs, key_names, restore, reset, new_grids, list(reasons))
     if not chosen:
         plan.notes.append("no literal block size to tune: configs vary num_warps/num_stages")

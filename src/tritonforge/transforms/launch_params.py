@@ -107,6 +107,12 @@ class LaunchParams(Transform):
                 elif k not in tuned:
                     tuned.append(k)
                 continue
+            by_heuristics = [n for n, v in (("num_warps", num_warps), ("num_stages", num_stages))
+                             if v is not None and n in k.heuristics]
+            if by_heuristics:
+                reasons.append(f"site {s.index} ({s.kernel}): @triton.heuristics sets "
+                               f"{by_heuristics[0]}, which would override the launch")
+                continue
             if s.has_star_args:
                 reasons.append(f"site {s.index} ({s.kernel}) passes *args/**kwargs: "
                                "launch options may come from there")
