@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ._astutil import SourceText, dotted, int_literals, literal_value, names_in, subscript_keys
+from ._astutil import SourceText, int_literals, literal_value, names_in, subscript_keys
 from .model import (
     ConstexprKnob,
     GridInfo,

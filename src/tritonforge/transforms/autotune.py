@@ -17,11 +17,12 @@ from typing import Any, Sequence
 import libcst as cst
 
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
+from ..errors import TransformError
 from ._cst import dotted, find_kernel, launch_calls, remove_args, replace
 from ._grid import function_view, meta_grid, other_uses
-from .constexpr import assigned_value
-from .base import Applicability, Transform
+from .base import Applicability, Transform, first_no
 from .configs import ConfigSpec, neighbourhood
+from .constexpr import assigned_value
 
 _ZEROS = re.compile(r"\b(zeros|zeros_like|new_zeros)\s*\(")
 
@@ -270,7 +271,6 @@ class AutotuneInjection(Transform):
                  configs=None, key=None, max_configs: int = 12, **_: Any) -> Applicability:
         plans, reasons = self._plans(None, analysis, kernel, names, configs, key, max_configs)
         if not plans:
-            from .base import first_no
             return first_no(reasons, "launched kernel")
         targets = [f"kernel {p.kernel.name} over {', '.join(p.names) or 'launch options'}"
                    for p in plans]
@@ -278,7 +278,6 @@ class AutotuneInjection(Transform):
 
     def _apply(self, source: str, analysis: SourceAnalysis, kernel: str | None = None,
                names=None, configs=None, key=None, max_configs: int = 12, **_: Any) -> str:
-        from ..errors import TransformError
         plans, reasons = self._plans(source, analysis, kernel, names, configs, key, max_configs)
         if not plans:
             raise TransformError(f"{self.name}: " + "; ".join(reasons))

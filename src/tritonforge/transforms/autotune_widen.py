@@ -12,10 +12,10 @@ from typing import Any, Sequence
 import libcst as cst
 
 from ..analyze import KernelInfo, SourceAnalysis
-from ._cst import clean_comma, dotted, find_kernel, replace
+from ._cst import clean_comma, replace
 from .base import Applicability, Transform, first_no, short
 from .configs import ConfigSpec, widen
-from .launch_params import autotune_decorator, module_configs_target
+from .launch_params import module_configs_target
 
 
 def existing_specs(kernel: KernelInfo) -> list[ConfigSpec] | str:
@@ -120,4 +120,4 @@ class AutotuneWiden(Transform):
         return replace(module, edits).code
 
 
-__all__ = ["AutotuneWiden", "existing_specs", "autotune_decorator", "dotted", "find_kernel"]
+__all__ = ["AutotuneWiden", "append_elements", "existing_specs"]

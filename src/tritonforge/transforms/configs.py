@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..analyze import KernelInfo
+from .constexpr import check_block_value
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,6 @@ class ConfigSpec:
 
 
 def _ok_block(kernel: KernelInfo, name: str, v: int) -> bool:
-    from .constexpr import check_block_value
-
     return 1 <= v <= 1 << 16 and check_block_value(kernel, name, v) is None
 
 

@@ -20,11 +20,11 @@ from typing import Any
 import libcst as cst
 
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
+from ..errors import TransformError
 from ._cst import (
     find_function,
     grid_node,
     int_node,
-    kw_arg,
     launch_calls,
     literal_node,
     replace,
@@ -218,7 +218,6 @@ def assigned_value(module: cst.Module, function: str | None, variable: str) -> c
 
     root.visit(V())
     if len(found) != 1:
-        from ..errors import TransformError
         raise TransformError(f"expected one assignment of {variable!r}, found {len(found)}")
     return found[0]
 
@@ -236,4 +235,4 @@ def _match_target(target: cst.BaseExpression, value: cst.BaseExpression,
     return []
 
 
-__all__ = ["ConstexprOverride", "check_block_value", "plan_site", "kw_arg"]
+__all__ = ["ConstexprOverride", "assigned_value", "check_block_value", "plan_site"]

@@ -13,7 +13,7 @@ from typing import Any
 import libcst as cst
 
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis
-from ._cst import code, dotted, int_node, launch_calls, replace, set_keyword, site_selection
+from ._cst import dotted, find_kernel, int_node, launch_calls, replace, set_keyword, site_selection
 from .base import Applicability, Transform, first_no, short
 
 _OPTION_POSITION = {"num_warps": 1, "num_stages": 2}    # positions in triton.Config(kwargs, ...)
@@ -64,8 +64,6 @@ def autotune_decorator(fn: cst.FunctionDef) -> cst.Call | None:
 
 def module_configs_target(module: cst.Module, kernel: KernelInfo) -> cst.CSTNode | None:
     """Where the Config calls of an autotuned kernel live: its decorator or a module-level list."""
-    from ._cst import find_kernel
-
     fn = find_kernel(module, kernel.name)
     dec = autotune_decorator(fn)
     if dec is None:
@@ -166,4 +164,5 @@ class LaunchParams(Transform):
         return replace(module, edits).code
 
 
-__all__ = ["LaunchParams", "check_launch_values", "config_calls", "set_config_option", "code"]
+__all__ = ["LaunchParams", "autotune_decorator", "check_launch_values", "config_calls",
+           "module_configs_target", "set_config_option"]

@@ -19,8 +19,17 @@ from typing import Any
 
 import libcst as cst
 
-from ..analyze import KernelInfo, LaunchSite, SourceAnalysis
-from ._cst import append_param, edit_kernel, grid_node, kw_arg, launch_calls, replace
+from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
+from ._cst import (
+    append_arg,
+    append_param,
+    dotted,
+    edit_kernel,
+    grid_node,
+    kw_arg,
+    launch_calls,
+    replace,
+)
 from .base import Applicability, Transform, first_no
 
 TILES = "tf_num_tiles"
@@ -149,8 +158,6 @@ class PersistentGrid(Transform):
         return self._launches(source, analysis, targets)
 
     def _launches(self, source: str, analysis: SourceAnalysis, kernels: list[KernelInfo]) -> str:
-        from ..analyze import analyze_source
-
         fresh = analyze_source(source)      # the kernels changed above; launches did not move
         module = cst.parse_module(source)
         calls = launch_calls(module, fresh)
@@ -166,7 +173,6 @@ class PersistentGrid(Transform):
                 sub = c.func
                 grid = cst.parse_expression(f"(min({SMS_HELPER}(), {tiles}),)")
                 elem = cst.SubscriptElement(slice=cst.Index(value=grid))
-                from ._cst import append_arg
                 args = append_arg(list(c.args), kw_arg(TILES, cst.parse_expression(tiles)))
                 return c.with_changes(func=sub.with_changes(slice=[elem]), args=args)
 
@@ -202,8 +208,6 @@ class _ProgramIdToName(cst.CSTTransformer):
         self.name = name
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        from ._cst import dotted
-
         if dotted(original.func).split(".")[-1] == "program_id":
             return cst.Name(self.name, lpar=updated.lpar, rpar=updated.rpar)
         return updated
