@@ -1,0 +1,159 @@
+"""Shared sizes of traced calls, odd shapes, index validity and performance scaling (no kernels run)."""
+
+from tritonforge.model import TensorSpec
+from tritonforge.testgen.cases import (
+    index_ties, materialize, odd_values, perf_ladder, shrink_hazard,
+)
+from tritonforge.testgen.dims import build_templates, symbol_values
+from tritonforge.testgen.model import (
+    KernelLaunch, Parameter, TensorStats, TracedCall, TracedTensor, TracedValue,
+)
+
+
+def t(*shape, dtype="float32", **stats):
+    numel = 1
+    for d in shape:
+        numel *= d
+    base = dict(numel=numel, finite=numel, min=-2.0, max=2.0, mean=0.0, std=1.0)
+    base.update(stats)
+    return TracedTensor(shape=tuple(shape), dtype=dtype, stats=TensorStats(**base))
+
+
+def i(v):
+    return TracedValue("int", v)
+
+
+def call(fn, args, returns=None, constexprs=(), index=0, runtime=()):
+    launch = KernelLaunch("k", args=tuple((n, i(v)) for n, v in runtime), constexprs=tuple(constexprs))
+    return TracedCall(function=fn, index=index, parent=None, args=tuple(args), kwargs=(),
+                      returns=returns, launches=(launch,), n_launches=1)
+
+
+def params(*names):
+    return tuple(Parameter(n, "positional_or_keyword") for n in names)
+
+
+def one(calls, names):
+    (template,) = build_templates(tuple(calls), {calls[0].function: names})
+    return template
+
+
+def kinds(template):
+    return {s.name: s.kind for s in template.symbols}
+
+
+def test_scalar_equal_to_numel_follows_the_shape():
+    c = call("f", [t(8, 24), i(192)], returns=t(8, 24), constexprs=[("BLOCK", 64)])
+    tpl = one([c], ("x", "n"))
+    assert kinds(tpl) == {"x.0": "free", "x.1": "free"}       # n is derived: x.0 * x.1
+    built = materialize(tpl, c, {"x.0": 5, "x.1": 7}, params("x", "n"))
+    x, n = built.call.args
+    assert x.shape == (5, 7) and n == 35
+
+
+def test_equal_sizes_merge_and_more_calls_split_them():
+    a = call("g", [t(16, 16)], constexprs=[("B", 32)], index=0)
+    tpl = one([a], ("x",))
+    assert [s.places for s in tpl.symbols] == [("x.0", "x.1")]     # one call: 16 == 16, one size
+    b = call("g", [t(16, 40)], constexprs=[("B", 32)], index=1)
+    tpl2 = one([a, b], ("x",))
+    assert sorted(s.name for s in tpl2.symbols) == ["x.0", "x.1"]   # a second call tells them apart
+
+
+def test_round_number_coincidence_is_not_a_product():
+    # (2, 32) and (2, 1, 16, 32): 32 == 2 * 16 by chance; no int argument, no reshape: not derived
+    c = call("lora", [t(2, 32), t(2, 1, 16, 32)], constexprs=[("BLOCK_N", 16)])
+    tpl = one([c], ("x", "w"))
+    names = {s.name for s in tpl.symbols}
+    assert "x.1" in names and kinds(tpl)["w.2"] == "tied"
+    built = materialize(tpl, c, {"x.0": 3}, params("x", "w"))
+    assert built.call.args[0].shape == (3, 32)
+
+
+def test_reshape_product_is_derived():
+    c = call("flat", [t(2, 6, 32), t(12, 32)])                    # out = x.reshape(-1, 32)
+    tpl = one([c], ("x", "out"))
+    built = materialize(tpl, c, {"x.0": 3, "x.1": 5}, params("x", "out"))
+    assert built.call.args[1].shape == (15, 32)
+
+
+def test_constexpr_ties_and_following_blocks():
+    head = call("attn", [t(2, 4, 96, 64)], constexprs=[("HEAD_DIM", 64)], runtime=[("N_CTX", 96)])
+    tpl = one([head], ("q",))
+    k = kinds(tpl)
+    assert k["q.3"] == "tied" and k["q.2"] == "free" and k["q.0"] == "free"
+    assert "N_CTX" in tpl.symbol("q.2").why
+    rows = [call("softmax", [t(4, n)], constexprs=[("BLOCK", p)], index=j)
+            for j, (n, p) in enumerate([(24, 32), (40, 64)])]
+    assert kinds(one(rows, ("x",)))["x.1"] == "block_following"
+
+
+def test_autotuned_constexprs_are_no_evidence():
+    launches = (KernelLaunch("k", constexprs=(("BLOCK_M", 64),)),
+                KernelLaunch("k", constexprs=(("BLOCK_M", 128),)))
+    c = TracedCall("mm", 0, None, (t(128, 128),), (), launches=launches, n_launches=2)
+    assert kinds(one([c], ("a",)))["a.0"] == "free"
+
+
+def test_lone_integer_is_kept():
+    c = call("topk", [t(8, 100), i(5)])
+    tpl = one([c], ("x", "k"))
+    assert kinds(tpl)["k"] == "lone"
+    assert materialize(tpl, c, {"x.0": 3}, params("x", "k")).call.args[1] == 5
+
+
+def test_index_range_follows_the_indexed_size():
+    idx = t(40, dtype="int64", min=0, max=49, integral=True, unique=30)
+    c = call("gather", [t(50, 16), idx], constexprs=[("D", 16)])
+    tpl = one([c], ("table", "idx"))
+    assert index_ties(tpl) == {("a", 1): "table.0"}
+    built = materialize(tpl, c, {"table.0": 77}, params("table", "idx"))
+    spec = built.call.args[1]
+    assert (spec.init, spec.low, spec.high) == ("randint", 0, 77)
+    # the relaxed tie: random indices rarely hit the last row
+    loose = t(40, dtype="int64", min=3, max=41, integral=True, unique=30)
+    tpl2 = one([call("gather", [t(50, 16), loose], constexprs=[("D", 16)])], ("table", "idx"))
+    assert index_ties(tpl2) == {("a", 1): "table.0"}
+
+
+def test_untied_indices_block_shrinking_the_size_they_may_index():
+    idx = t(40, dtype="int64", min=0, max=20, integral=True, unique=18)     # 21 < 0.6 * 50
+    c = call("gather", [t(50, 16), idx], constexprs=[("D", 16)])
+    tpl = one([c], ("table", "idx"))
+    assert index_ties(tpl) == {}
+    assert shrink_hazard(tpl, c, "table.0", 1) is not None
+    assert shrink_hazard(tpl, c, "table.0", 76) is None
+
+
+def test_odd_values():
+    assert odd_values(128) == [("np2", 193), ("tail", 127), ("one", 1)]
+    assert odd_values(2) == [("np2", 5), ("one", 1)]          # 4 is a power of two: 5
+    assert all(v & (v - 1) for tag, v in odd_values(1024) if tag == "np2")
+
+
+def test_ladder_reaches_the_target_and_prefers_free_sizes():
+    c = call("softmax", [t(4, 100)], returns=t(4, 100), constexprs=[("BLOCK", 128)])
+    rows = call("softmax", [t(3, 60)], returns=t(3, 60), constexprs=[("BLOCK", 64)], index=1)
+    tpl = one([c, rows], ("x",))
+    assert kinds(tpl) == {"x.0": "free", "x.1": "block_following"}
+    ladder = perf_ladder(tpl, c, target_bytes=1 << 20, extra_steps=1)
+    assert ladder[-2].bytes >= 0.9 * (1 << 20) or ladder[-1].bytes >= 0.9 * (1 << 20)
+    assert all(step == "x.0" for r in ladder[1:] for step in [r.step])   # rows scale, columns kept
+    assert dict(ladder[-1].values)["x.1"] == 100
+    fixed = perf_ladder(tpl, c, target_bytes=1 << 20, fixed={"x.0": 4})
+    assert {r.step for r in fixed[1:]} == {"x.1"}                         # only columns left
+    assert all(dict(r.values)["x.1"] <= 16384 for r in fixed)
+
+
+def test_ladder_stops_when_nothing_scales():
+    c = call("f", [t(16, 16)], constexprs=[("B", 16)])
+    tpl = one([c], ("x",))
+    assert kinds(tpl) == {"x.0": "tied"}
+    assert len(perf_ladder(tpl, c, target_bytes=1 << 26)) == 1
+
+
+def test_symbol_values_per_call():
+    a, b = call("f", [t(8)], index=0), call("f", [t(24)], index=1)
+    tpl = one([a, b], ("x",))
+    assert symbol_values(tpl, a) == {"x.0": 8} and symbol_values(tpl, b) == {"x.0": 24}
+    assert isinstance(materialize(tpl, b, {}, params("x")).call.args[0], TensorSpec)
