@@ -19,8 +19,10 @@ from .differential import (
     PLUMBING_OPS, OracleFailure, VerifyOptions, reasons, uses_dot, verify, verify_against_reference,
 )
 from .guards import (
-    IntegritySnapshot, LaunchCounter, LaunchRecord, TorchCallRecorder, check_integrity,
-    count_launches, integrity_snapshot, record_torch_calls, restore_integrity,
+    LaunchCounter, LaunchRecord, TorchCallRecorder, count_launches, record_torch_calls,
+)
+from .integrity import (
+    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity,
 )
 from .kinds import CheatKind, MismatchKind
 from .poison import poison_, poison_allocations, poison_mask

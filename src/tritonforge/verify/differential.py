@@ -34,7 +34,7 @@ import torch
 from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
 from .compare import ToleranceFor, compare_outputs, tolerance_table
-from .guards import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
+from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .runner import MakeInvocation, Run, run_variant
 from .tree import as_bits, bitwise_equal, iter_tensors, unravel

@@ -11,19 +11,14 @@
   ``TorchFunctionMode``, the dispatcher never sees them) and the CUDA streams it creates.
 - Work done by Triton itself (copying arguments in the interpreter, autotune benchmarking) is not
   the variant's and is ignored by both: see ``triton_internal()``.
-- ``integrity_snapshot()`` / ``check_integrity()`` / ``restore_integrity()`` catch a variant that
-  patches timers, torch, triton or global numeric settings, by identity of the attributes.
+- ``integrity_snapshot()`` / ``check_integrity()`` / ``restore_integrity()`` (verify.integrity,
+  re-exported here) catch a variant that patches timers, torch, triton or global settings.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import logging
-import os
-import sys
 import threading
-import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -31,6 +26,10 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from .integrity import (  # noqa: F401 - re-exported: part of the guards' public face
+    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity,
+)
 
 log = logging.getLogger(__name__)
 
@@ -252,186 +251,3 @@ def record_torch_calls() -> Iterator[TorchCallRecorder]:
             yield recorder
     finally:
         _TAPS.release(None)
-
-
-# ---------------------------------------------------------------------------------------------
-# Integrity: nothing the variant runs may replace what measures it or what the original relies on.
-
-_WATCHED_MODULES = (
-    "time", "torch", "torch.cuda", "torch.nn.functional", "torch.testing",
-    "triton", "triton.language", "triton.testing", "triton.runtime", "triton.runtime.jit",
-    "triton.runtime.autotuner", "triton.runtime.driver", "triton.compiler.compiler",
-)
-_WATCHED_CLASSES = (
-    "torch.Tensor", "torch._C.TensorBase", "torch.cuda.Event", "torch.cuda.Stream",
-    "triton.runtime.jit.JITFunction", "triton.runtime.jit.KernelInterface",
-    "triton.runtime.autotuner.Autotuner", "triton.runtime.interpreter.GridExecutor",
-    "triton.runtime.interpreter.InterpretedFunction", "triton.compiler.compiler.CompiledKernel",
-)
-_WATCHED_ENV_PREFIXES = ("TRITON_", "CUDA_", "PYTORCH_", "TORCH_", "NVIDIA_")
-
-
-def _resolve(dotted: str) -> Any:
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
-
-
-def _settings() -> dict[str, Any]:
-    """Global numeric and launch settings a variant could flip to change others' results."""
-    import triton
-
-    values: dict[str, Any] = {
-        "torch.get_default_dtype()": torch.get_default_dtype(),
-        "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
-        "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled(),
-        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-        "triton.knobs.runtime.interpret": triton.knobs.runtime.interpret,
-        "triton.knobs.runtime.launch_enter_hook": triton.knobs.runtime.launch_enter_hook,
-        "triton.knobs.runtime.launch_exit_hook": triton.knobs.runtime.launch_exit_hook,
-        "launch_enter_hook.calls": tuple(triton.knobs.runtime.launch_enter_hook.calls),
-    }
-    return values
-
-
-def _watched_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(_WATCHED_ENV_PREFIXES)}
-
-
-@dataclass(frozen=True)
-class IntegritySnapshot:
-    """Identities of watched attributes and values of global settings at one moment.
-
-    Take it BEFORE the variant's module is imported, or import-time patches go unseen.
-    """
-
-    attributes: tuple[tuple[str, Any, str, Any], ...]   # (owner name, owner, attribute, value)
-    modules: tuple[tuple[str, Any], ...]                # sys.modules entries
-    settings: tuple[tuple[str, Any], ...]
-    env: tuple[tuple[str, str], ...] = ()
-
-
-def _settle_lazy_rewrites() -> None:
-    """Import what rewrites torch's own attributes on first import, before anything is recorded:
-    importing torch._dynamo replaces ``torch.manual_seed`` with a wrapped copy (seen on an H200,
-    triggered lazily inside a candidate's call: a false "patched"). About 1.4 s, once."""
-    try:
-        importlib.import_module("torch._dynamo")
-    except Exception:  # pragma: no cover - a torch without dynamo has nothing to settle
-        pass
-
-
-def integrity_snapshot() -> IntegritySnapshot:
-    _settle_lazy_rewrites()
-    attributes: list[tuple[str, Any, str, Any]] = []
-    modules: list[tuple[str, Any]] = []
-    for name in _WATCHED_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        modules.append((name, module))
-        for attr, value in list(vars(module).items()):
-            if not attr.startswith("_") and _is_code(value):
-                attributes.append((name, module, attr, value))
-    for name in _WATCHED_CLASSES:
-        try:
-            cls = _resolve(name)
-        except (ImportError, AttributeError):
-            continue
-        for attr, value in list(vars(cls).items()):
-            if _is_code(value):
-                attributes.append((name, cls, attr, value))
-    return IntegritySnapshot(tuple(attributes), tuple(modules), tuple(_settings().items()),
-                             tuple(_watched_env().items()))
-
-
-_MISSING = object()
-
-
-def _is_code(value: Any) -> bool:
-    """Functions, classes, modules and descriptors: what a patch replaces. Plain data (e.g.
-    ``torch.cuda.default_generators``, filled when CUDA initialises) changes legitimately; the
-    settings that matter are watched by value in ``_settings``."""
-    return callable(value) or isinstance(value, (types.ModuleType, property, staticmethod,
-                                                 classmethod)) or \
-        inspect.isdatadescriptor(value) or inspect.ismethoddescriptor(value)
-
-
-def check_integrity(snapshot: IntegritySnapshot) -> list[str]:
-    """What changed since ``snapshot``: one line per replaced attribute, module or setting."""
-    problems: list[str] = []
-    for owner_name, owner, attr, value in snapshot.attributes:
-        now = vars(owner).get(attr, _MISSING)
-        if now is _MISSING:
-            problems.append(f"{owner_name}.{attr} was deleted")
-        elif now is not value:
-            problems.append(f"{owner_name}.{attr} was replaced (by {_describe(now)})")
-    for name, module in snapshot.modules:
-        if sys.modules.get(name) is not module:
-            problems.append(f"sys.modules[{name!r}] was replaced")
-    now_settings = _settings()
-    for key, value in snapshot.settings:
-        now = now_settings.pop(key, _MISSING)
-        if now is _MISSING:
-            problems.append(f"{key} was removed")
-        elif not (now is value or _safe_eq(now, value)):
-            problems.append(f"{key} changed from {value!r} to {now!r}")
-    for key in now_settings:
-        problems.append(f"{key} was set to {now_settings[key]!r}")
-    env_before, env_now = dict(snapshot.env), _watched_env()
-    for key in sorted(set(env_before) | set(env_now)):
-        if env_before.get(key) != env_now.get(key):
-            problems.append(f"os.environ[{key!r}] changed from {env_before.get(key)!r} "
-                            f"to {env_now.get(key)!r}")
-    return problems
-
-
-def restore_integrity(snapshot: IntegritySnapshot) -> None:
-    """Put back every watched attribute, module, environment variable and numeric setting."""
-    for _, owner, attr, value in snapshot.attributes:
-        if vars(owner).get(attr, _MISSING) is not value:
-            try:
-                setattr(owner, attr, value)
-            except (AttributeError, TypeError):  # pragma: no cover - builtin types
-                log.warning("could not restore %s.%s", owner, attr)
-    for name, module in snapshot.modules:
-        sys.modules[name] = module
-    saved = dict(snapshot.settings)
-    env_before = dict(snapshot.env)
-    for key in _watched_env():
-        if key not in env_before:
-            del os.environ[key]
-    os.environ.update(env_before)
-    import triton
-
-    runtime = triton.knobs.runtime
-    for hook in ("launch_enter_hook", "launch_exit_hook"):
-        if getattr(runtime, hook) is not saved[f"triton.knobs.runtime.{hook}"]:
-            setattr(runtime, hook, saved[f"triton.knobs.runtime.{hook}"])
-    runtime.launch_enter_hook.calls[:] = list(saved["launch_enter_hook.calls"])
-    torch.set_default_dtype(saved["torch.get_default_dtype()"])
-    torch.set_float32_matmul_precision(saved["torch.get_float32_matmul_precision()"])
-    torch.backends.cuda.matmul.allow_tf32 = saved["torch.backends.cuda.matmul.allow_tf32"]
-    torch.backends.cudnn.allow_tf32 = saved["torch.backends.cudnn.allow_tf32"]
-
-
-def _safe_eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _describe(value: Any) -> str:
-    name = getattr(value, "__qualname__", None) or type(value).__name__
-    module = getattr(value, "__module__", None)
-    return f"{module}.{name}" if module else str(name)
