@@ -12,6 +12,7 @@ import torch.nn.functional as F
 import kernels
 from tritonforge.verify import (
     check_integrity, count_launches, integrity_snapshot, record_torch_calls, restore_integrity,
+    watch_integrity,
 )
 
 
@@ -83,6 +84,17 @@ def test_integrity_catches_and_restores_patches():
         restore_integrity(snapshot)
     assert time.perf_counter is real_clock and "TRITON_INTERPRET_EXTRA" not in os.environ
     assert check_integrity(snapshot) == []
+
+
+def test_watch_integrity_charges_the_block_and_restores():
+    real_clock = time.perf_counter
+    with watch_integrity() as patched:
+        time.perf_counter = lambda: 0.0
+    assert patched and "time.perf_counter" in patched[0]
+    assert time.perf_counter is real_clock
+    with watch_integrity() as clean:
+        kernels.add_one(torch.randn(8))
+    assert clean == []
 
 
 def test_integrity_ignores_data_that_changes_legitimately():

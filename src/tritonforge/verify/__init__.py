@@ -8,7 +8,7 @@ Public API (the rest is private):
 - ``compare_outputs(...) -> list[Mismatch]`` and ``tolerance_table(overrides)``.
 - ``poison_allocations()``, ``poison_()``, ``poison_mask()``.
 - ``count_launches()``, ``record_torch_calls()``, ``integrity_snapshot()``, ``check_integrity()``,
-  ``restore_integrity()``.
+  ``restore_integrity()``, ``watch_integrity()``.
 - ``check_source(source, allowed_imports=...) -> PolicyResult``, ``imports_of(source)``.
 
 Importing this package imports torch but not triton; the guards import triton when first used.
@@ -22,7 +22,7 @@ from .guards import (
     LaunchCounter, LaunchRecord, TorchCallRecorder, count_launches, record_torch_calls,
 )
 from .integrity import (
-    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity,
+    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity, watch_integrity,
 )
 from .kinds import CheatKind, MismatchKind
 from .poison import poison_, poison_allocations, poison_mask
@@ -38,5 +38,5 @@ __all__ = [
     "check_integrity", "check_source", "compare_outputs", "count_launches", "imports_of",
     "integrity_snapshot", "poison_", "poison_allocations", "poison_mask", "reasons",
     "record_torch_calls", "restore_integrity", "tolerance_table", "uses_dot", "verify",
-    "verify_against_reference",
+    "verify_against_reference", "watch_integrity",
 ]

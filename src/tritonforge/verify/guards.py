@@ -28,7 +28,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .integrity import (  # noqa: F401 - re-exported: part of the guards' public face
-    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity,
+    IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity, watch_integrity,
 )
 
 log = logging.getLogger(__name__)

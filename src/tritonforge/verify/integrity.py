@@ -16,8 +16,9 @@ import logging
 import os
 import sys
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -202,3 +203,21 @@ def _describe(value: Any) -> str:
     name = getattr(value, "__qualname__", None) or type(value).__name__
     module = getattr(value, "__module__", None)
     return f"{module}.{name}" if module else str(name)
+
+
+@contextmanager
+def watch_integrity() -> Iterator[list[str]]:
+    """Yield a list that, once the block is over, holds what the block changed (then restored).
+
+    Wrap each untrusted step that runs outside ``verify`` (importing a candidate, running it once)
+    so that a patch is charged to the variant that made it, not to the next one checked in the
+    same process: ``with watch_integrity() as patched: import_source(...)``.
+    """
+    snapshot = integrity_snapshot()
+    problems: list[str] = []
+    try:
+        yield problems
+    finally:
+        problems.extend(check_integrity(snapshot))
+        if problems:
+            restore_integrity(snapshot)
