@@ -1,0 +1,46 @@
+"""The arbiter accepts a speedup only beyond the noise, and never a per-case regression > 5%."""
+
+import random
+
+from tritonforge.model import Status, Timing, TimingMethod, VariantResult
+from tritonforge.search.arbiter import judge
+
+
+def _result(name, medians, noise=0.01, seed=0, n=60):
+    rng = random.Random(seed)
+    timings = tuple(Timing(cid, name, TimingMethod.CUDA_EVENTS,
+                           tuple(m * (1 + rng.gauss(0, noise)) for _ in range(n)))
+                    for cid, m in medians.items())
+    return VariantResult(name, name, Status.OK, timings=timings)
+
+
+CASES = ("a", "b")
+
+
+def test_clear_speedup_is_accepted():
+    d = judge(_result("inc", {"a": 1.0, "b": 2.0}), _result("cand", {"a": 0.5, "b": 1.0}, seed=1),
+              CASES, interpreted=False)
+    assert d.accepted and 1.9 < d.speedup < 2.1 and d.speedup_low > 1.8
+
+
+def test_same_speed_is_rejected_as_noise():
+    d = judge(_result("inc", {"a": 1.0, "b": 2.0}, noise=0.05),
+              _result("cand", {"a": 0.99, "b": 1.98}, noise=0.05, seed=2), CASES, interpreted=False)
+    assert not d.accepted and "noise" in d.reason
+
+
+def test_one_case_much_slower_is_rejected_even_if_the_sum_is_faster():
+    d = judge(_result("inc", {"a": 1.0, "b": 10.0}), _result("cand", {"a": 1.2, "b": 5.0}, seed=3),
+              CASES, interpreted=False)
+    assert not d.accepted and "case a" in d.reason and d.speedup > 1.5
+
+
+def test_incorrect_candidate_is_rejected_whatever_its_speed():
+    bad = VariantResult("cand", "cand", Status.MISMATCH)
+    d = judge(_result("inc", {"a": 1.0}), bad, ("a",), interpreted=False)
+    assert not d.accepted and d.reason.startswith("not correct")
+
+
+def test_interpreter_accepts_by_correctness_only_and_says_so():
+    d = judge(_result("inc", {"a": 1.0}), _result("cand", {"a": 5.0}), ("a",), interpreted=True)
+    assert d.accepted and "correctness only" in d.reason

@@ -1,0 +1,81 @@
+"""The loop end to end through Triton's interpreter on the bundled example (accepting by
+correctness, since CPU times are not performance), and a wrong proposal rejected by the loop."""
+
+from pathlib import Path
+
+import pytest
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate, Status
+from tritonforge.runtime.service import Evaluator
+from tritonforge.search.loop import Optimizer
+from tritonforge.search.rules import RuleProposer
+from tritonforge.store import RunStore
+from tritonforge.tasks.loader import task_from_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SPEC = '''
+entry = "sin_triton"
+seeds = 1
+[[case]]
+id = "c"
+args = [{ tensor = [257] }]
+[[case]]
+id = "p"
+role = "performance"
+args = [{ tensor = [1024] }]
+'''
+
+
+class FixedProposer:
+    """Proposes one given source once: a stand-in for any proposer."""
+
+    name = "fixed"
+
+    def __init__(self, source, description):
+        self.source, self.description, self.done = source, description, False
+
+    def propose(self, context):
+        if self.done:
+            return []
+        self.done = True
+        return [Candidate(self.source, "fixed", context.incumbent.hash, self.description)]
+
+    def repair(self, request):
+        return None
+
+
+@pytest.fixture()
+def task(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    return task_from_file(EXAMPLE, spec)
+
+
+def _optimize(task, tmp_path, proposers, rounds=1):
+    settings = Settings(device="cpu", max_rounds=rounds, patience=1, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], proposers, store, candidates_per_round=2)
+            result = opt.run()
+        finally:
+            ev.close()
+        return result, store.decisions(task.name)
+
+
+def test_rule_engine_end_to_end_on_the_interpreter(task, tmp_path):
+    result, decisions = _optimize(task, tmp_path, [RuleProposer()])
+    assert result.best.hash != result.original.hash
+    assert "BLOCK_SIZE = 4\n" not in result.best.source          # the block size moved
+    assert result.final is not None and result.final.accepted
+    assert "correctness only" in result.final.reason
+    assert decisions, "decisions are stored"
+
+
+def test_a_wrong_proposal_is_rejected_and_the_original_kept(task, tmp_path):
+    wrong = task.source.replace("tl.sin(x)", "tl.cos(x)")
+    result, _ = _optimize(task, tmp_path, [FixedProposer(wrong, "cos instead of sin")])
+    assert result.best.hash == result.original.hash
+    assert [h.status for h in result.history] == [Status.MISMATCH]
+    assert result.final is None
