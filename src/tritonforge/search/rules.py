@@ -45,8 +45,14 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
     for c in knobs.tunable_constexprs:
         if not c.block_like or not isinstance(c.value, int) or c.value <= 0:
             continue
-        tiled = len([k for k in knobs.constexprs if k.block_like]) > 1
+        # A tile has other block dimensions beside this one (block-like, computed at run time,
+        # or named like a block size): growing it multiplies the per-program footprint.
+        others = [k for k in knobs.constexprs if k.name != c.name and
+                  (k.block_like or k.value is None or "BLOCK" in k.name.upper())]
+        tiled = bool(others)
         cap = MAX_TILE if tiled else MAX_1D_BLOCK
+        if any(k.value is None for k in others):
+            cap = min(cap, c.value * 8)    # an unknown companion size: only modest steps
         small = c.value < (32 if tiled else 256)
         grow = 0.6 + 0.3 * small + 0.3 * max(hints.get("larger_blocks", 0), hints.get("more_work_per_launch", 0))
         shrink = 0.3 + 0.3 * max(hints.get("more_programs", 0), hints.get("reduce_registers", 0))
