@@ -6,6 +6,7 @@ error such as an illegal memory access) ends the worker, and the driver starts a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -84,10 +85,17 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     install_support_modules(module_dir / "support", task.support_modules)
     snapshot = _integrity_snapshot() if request.verify and len(states) > 1 else None
 
+    watched = request.verify and len(states) > 1
+
+    def guarded(st: _State):
+        """Charge a patch of torch/triton/time to the candidate that made it (then undo it)."""
+        return _watch(st) if watched and st is not states[0] else contextlib.nullcontext()
+
     for st in states:
         report(Progress("import", st.variant.name))
         try:
-            st.module = import_source(module_dir, f"{task.name}_{st.variant.name}", st.variant.source)
+            with guarded(st):
+                st.module = import_source(module_dir, f"{task.name}_{st.variant.name}", st.variant.source)
         except BaseException as exc:  # noqa: BLE001 - a variant's import failure is data
             st.failure, broken = classify_exception(exc, importing=True)
     reference = states[0]
@@ -108,9 +116,10 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 report(Progress("run", st.variant.name, case.id))
                 seed = case.seeds[0]
                 try:
-                    inv = builder.build(st.module, case, seed)
-                    inv.call()
-                    _sync(dev)
+                    with guarded(st):
+                        inv = builder.build(st.module, case, seed)
+                        inv.call()
+                        _sync(dev)
                 except BaseException as exc:  # noqa: BLE001
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                     st.fail(failure, keep)
@@ -195,6 +204,17 @@ def _culprit(timed: list[_State], fns: dict[str, Callable[[], object]], dev: str
         except BaseException:  # noqa: BLE001
             return st
     return timed[-1]
+
+
+@contextlib.contextmanager
+def _watch(st: "_State"):
+    from ..verify.integrity import watch_integrity
+
+    with watch_integrity() as patched:
+        yield
+    if patched and st.failure is None:
+        st.failure = Failure(Status.CHEAT, "patched: " + "; ".join(patched[:3]),
+                             "\n".join(patched))
 
 
 def _integrity_snapshot() -> Any:
