@@ -99,6 +99,8 @@ class Verdict:
     candidate_ops: tuple[str, ...] = ()
     uses_dot: bool = False                 # the original uses tl.dot (fp32: the tf32 tolerance)
 
+    notes: tuple[str, ...] = ()    # e.g. differences forgiven as the original's own nondeterminism
+
     def summary(self, limit: int = 3) -> str:
         if self.passed:
             return f"correct on {self.checked} case/seed pairs"

@@ -79,6 +79,7 @@ class VerifyOptions:
     baseline: IntegritySnapshot | None = None   # taken BEFORE the candidate was imported
     max_mismatches: int = 20
     synchronize: Callable[[], None] | None = None   # None: torch.cuda.synchronize on cuda
+    self_variation_runs: int = 2          # extra runs of the original when a candidate differs
     catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
 
 
@@ -161,6 +162,7 @@ class _Verifier:
         self.ref_side_launches = 0
         self.previous: Run | None = None
         self.first_pass = 0
+        self.nondeterministic: list[str] = []
 
     # ------------------------------------------------------------------ bookkeeping
     def cheat(self, kind: CheatKind, message: str, case: Case | None = None,
@@ -232,6 +234,8 @@ class _Verifier:
                                             f"launched {ref.launches.count}: "
                                             f"{', '.join(ref.launches.kernels)})", case, seed)
         found = self._compare_run(ref, cand, case, seed)
+        if found:
+            found = self._within_self_variation(ref, found, case, seed, layout)
         if cand.late_args is not None:
             found = self._race(ref, cand, case, seed, found)
         if found and self.previous is not None and self._matches(self.previous, cand, case, seed):
@@ -243,6 +247,41 @@ class _Verifier:
                                         f"depends on call order, call count or seed", case, seed)
         self.mismatches.extend(found)
         self.previous = ref
+
+    def _within_self_variation(self, ref: Run, found: list[Mismatch], case: Case, seed: int,
+                               layout: _Layout) -> list[Mismatch]:
+        """Forgive value differences no larger than the ORIGINAL's own run-to-run differences.
+
+        Some originals are nondeterministic (a scatter to duplicate indices, float atomics): two
+        runs of the original on the same inputs disagree on a few elements. A candidate is then
+        judged as another run of the original would be: per output, no more differing elements
+        than twice the most the original's own runs differ, and no larger norm error. Only
+        ``value``/``norm`` kinds are forgiven, and only where the original proved nondeterministic
+        on that very output (seen on an H200: TritonBench-G destindex_copy, ~5k of 134M elements).
+        """
+        if not any(m.kind in (MismatchKind.VALUE, MismatchKind.NORM) for m in found):
+            return found
+        own: dict[str, tuple[int, float]] = {}     # output -> (most elements, largest norm error)
+        for _ in range(self.options.self_variation_runs):
+            again = self._reference(case, seed, poison=layout.outputs)
+            for m in self._compare_run(ref, again, case, seed):
+                n, norm = own.get(m.output, (0, 0.0))
+                own[m.output] = (max(n, m.n_bad), max(norm, m.rel_norm_err or 0.0))
+        if not own:
+            return found
+        kept = []
+        for m in found:
+            n_own, norm_own = own.get(m.output, (0, 0.0))
+            forgivable = (m.output in own and m.kind in (MismatchKind.VALUE, MismatchKind.NORM)
+                          and m.n_bad <= 2 * n_own + 8
+                          and (m.rel_norm_err or 0.0) <= 3 * norm_own + 1e-12)
+            if forgivable:
+                self.nondeterministic.append(
+                    f"{case.id} seed {seed} {m.output}: {m.n_bad} elements differ, the original "
+                    f"differs from itself on {n_own}")
+            else:
+                kept.append(m)
+        return kept
 
     def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
         found = self.compare(ref.result, cand.result, case, seed, "return")
@@ -343,7 +382,8 @@ class _Verifier:
             cheats=tuple(c.one_line() for c in violations), checked=self.checked,
             violations=violations, failure=self.failure, reference_launches=self.ref_launches,
             candidate_launches=self.cand_launches, reference_ops=tuple(sorted(self.ref_ops)),
-            candidate_ops=tuple(sorted(self.cand_ops)), uses_dot=self.uses_dot)
+            candidate_ops=tuple(sorted(self.cand_ops)), uses_dot=self.uses_dot,
+            notes=tuple(self.nondeterministic[:10]))
 
     def stop(self) -> bool:
         return self.failure is not None or len(self.mismatches) >= self.options.max_mismatches
