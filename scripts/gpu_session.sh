@@ -41,7 +41,7 @@ for step in "$@"; do
       ;;
     baseline)
       log "baseline sweep (budget $(( $(left) - 60 )) s)"
-      timeout "$(left)" python3 -m tritonforge bench baseline --device cuda --run-dir .gpu-store/baseline \
+      TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}" timeout "$(left)" python3 -m tritonforge bench baseline --device cuda --run-dir .gpu-store/baseline \
         --jobs "$JOBS" --budget "$(( $(left) - 60 ))" --out "$OUT/baseline.json" 2>&1 | tail -60
       ;;
     selfcheck)

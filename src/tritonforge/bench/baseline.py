@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ..model import CaseRole, Task
+from ..model import CaseRole, Status, Task
 from ..runtime.service import Evaluator, original_variant
 from ..runtime.timing import TimingPlan
 from ..store import RunStore
@@ -78,6 +78,12 @@ def check_runnable(task: Task, evaluator: Evaluator, max_restarts: int = 4) -> R
             break
         culprit = r.failure.case_id or remaining[0]
         failed[culprit] = r.failure.one_line()
+        if r.failure.status is Status.OOM:
+            # host memory ran out: perf scripts build every input size at once, so every retry
+            # would rebuild them and die the same way (seen on an H200 sweep, 2026-11-22)
+            for cid in remaining:
+                failed.setdefault(cid, f"not run: {r.failure.one_line()}")
+            break
         # the worker died at ``culprit``: the cases before it ran; retry the ones after it
         remaining = remaining[remaining.index(culprit) + 1:] if culprit in remaining else []
     ok = tuple(c.id for c in task.performance_cases if c.id not in failed)
