@@ -5,6 +5,7 @@ Everything a script or the CLI needs goes through here; the modules behind it ar
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,20 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     return proposers
 
 
+def record_llm_usage(store: RunStore, task_name: str, proposers: list) -> int:
+    """Keep every LLM request's ``UsageRecord`` in the run store (kind ``llm_usage``).
+
+    Keys are ``<task>:<run stamp>:<seq>``, so a resumed run adds its requests to the earlier
+    ones instead of overwriting them. Returns how many records were written.
+    """
+    stamp, written = time.strftime("%Y%m%dT%H%M%S"), 0
+    for p in proposers:
+        for rec in getattr(getattr(p, "budget", None), "records", ()):
+            store.put_record("llm_usage", f"{task_name}:{stamp}:{rec.seq:05d}", rec)
+            written += 1
+    return written
+
+
 def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float | None = None,
              progress=lambda s: None, out_dir: str | Path | None = None):
     """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name)."""
@@ -84,12 +99,15 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
         def fresh() -> Evaluator:
             return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
 
+        proposers: list = []
         try:
-            optimizer = Optimizer(task, settings, evaluators, build_proposers(settings, run_dir),
+            proposers = build_proposers(settings, run_dir)
+            optimizer = Optimizer(task, settings, evaluators, proposers,
                                   store, progress, make_final_evaluator=fresh)
             result = optimizer.run(budget_s)
             info = evaluators[0].worker.info
         finally:
+            record_llm_usage(store, task.name, proposers)
             for e in evaluators:
                 e.close()
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
@@ -139,3 +157,16 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     if out is not None and result.spec_text:
         Path(out).write_text(result.spec_text, encoding="utf-8")
     return result
+
+
+def profile(task: Task, settings: Settings, *, case_id: str | None = None, use_ncu: bool = True,
+            out: str | Path | None = None, ncu_timeout_s: float = 300.0, progress=lambda s: None):
+    """Profile one case of ``task``: static stats, timing, Nsight Compute metrics and the roofline
+    on a GPU, and the diagnosis (``profile.session``). Returns ``profile.session.ProfileOutcome``;
+    the profile is also written as JSON (``out``, default RUN_DIR/profile.json) and into the store.
+    """
+    from .profile.session import ProfileOptions, profile_task
+
+    options = ProfileOptions(case_id=case_id, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
+                             out=Path(out) if out else None)
+    return profile_task(task, settings, options, progress)

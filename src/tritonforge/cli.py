@@ -3,6 +3,7 @@
     tritonforge run FILE [--spec SPEC]        evaluate a kernel file's cases, print a table
     tritonforge run --tritonbench NAME        the same for a TritonBench-G record
     tritonforge testgen FILE [--out SPEC]     cases from the file's own test, written as a spec
+    tritonforge profile FILE [--case ID]      static stats, ncu metrics, roofline and diagnosis
     tritonforge bench baseline ...            baseline sweep over TritonBench-G (resumable)
     tritonforge bench selfcheck ...           time a file against itself: the noise floor
 
@@ -91,6 +92,22 @@ def build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--trace-timeout", type=float, default=180.0,
                     help="seconds the file's own test may run (default 180)")
     _common(tg)
+
+    prof = sub.add_parser("profile", help="profile one case: static stats, Nsight Compute "
+                                           "metrics, roofline position and diagnosis")
+    prof.add_argument("file", nargs="?", help="the kernel .py file")
+    prof.add_argument("--spec", help="case spec (default: FILE with .toml)")
+    prof.add_argument("--entry", help="entry function (overrides the spec's)")
+    prof.add_argument("--tritonbench", metavar="NAME", help="a TritonBench-G record instead of FILE")
+    prof.add_argument("--case", dest="case_id",
+                      help="the case to profile (default: the slowest performance case by the "
+                           "original's GPU time, else the last performance case)")
+    prof.add_argument("--no-ncu", action="store_true",
+                      help="do not run Nsight Compute (timing + static stats only)")
+    prof.add_argument("--ncu-timeout", type=float, default=300.0,
+                      help="seconds Nsight Compute may take (default 300)")
+    prof.add_argument("--out", help="write the profile JSON here (default RUN_DIR/profile.json)")
+    _common(prof)
 
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
@@ -240,6 +257,38 @@ def _cmd_testgen(args: argparse.Namespace) -> int:
     return EXIT_OK if result.spec_text else EXIT_FAILED
 
 
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from .api import load_task, profile
+    from .profile.render import render_profile
+
+    if not args.file and not args.tritonbench:
+        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
+                               hint="e.g. tritonforge profile examples/sin_block4.py")
+    if args.file and args.tritonbench:
+        raise TritonForgeError("give either a kernel FILE or --tritonbench NAME, not both")
+    settings = _settings(args)
+    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+
+    def say(text: str) -> None:
+        if not args.json:
+            print(text, file=sys.stderr, flush=True)
+
+    outcome = profile(task, settings, case_id=args.case_id, use_ncu=not args.no_ncu,
+                      out=args.out, ncu_timeout_s=args.ncu_timeout, progress=say)
+    if args.json:
+        print(json.dumps(to_jsonable(outcome.profile), indent=1))
+    else:
+        timed = (f", {outcome.time_us:,.1f} us per call" if outcome.time_us is not None else "")
+        print(f"{task.name} on {outcome.device_name}{timed}, "
+              f"{outcome.launches_per_call} launch(es) per call")
+        print(render_profile(outcome.profile))
+        print(f"profile: {outcome.json_path}\nstore: {outcome.store_path} "
+              f"({outcome.wall_s:.1f} s)")
+        if outcome.failure:
+            print(f"\nthe original failed on case {outcome.profile.case_id}: {outcome.failure}")
+    return EXIT_FAILED if outcome.failure else EXIT_OK
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
@@ -258,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_optimize(args)
         if args.command == "testgen":
             return _cmd_testgen(args)
+        if args.command == "profile":
+            return _cmd_profile(args)
         if args.command == "bench":
             return _cmd_bench(args)
         parser.error(f"unknown command {args.command}")
