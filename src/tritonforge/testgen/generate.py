@@ -148,6 +148,10 @@ def _correctness(b: _Builder, template: Template, prefix: str, options: TestgenO
     traced = {s.name: {symbol_values(template, c).get(s.name) for c in template.calls}
               for s in template.symbols}
     free = [s for s in template.symbols if s.kind in ("free", "block_following")]
+    if not free:
+        # nothing is free: sizes equal to a constexpr may be a test's round numbers (a 16x16x16
+        # matmul with 16-wide blocks); try them too, and let the original decide (validation)
+        free = _probed_tied(template)
     count = 0
     rep_values = symbol_values(template, rep)
     for sym in free:
@@ -171,15 +175,24 @@ def _correctness(b: _Builder, template: Template, prefix: str, options: TestgenO
               "odd shape: " + ", ".join(f"{k} -> {v}" for k, v in values.items()))
 
 
-def _refused(templates: list[Template], gone: set[str], cases: list[GeneratedCase],
-             prefixes: dict[str, str]) -> list[tuple[Template, Symbol]]:
-    """Symbols whose every odd variant the original refused."""
+def _probed_tied(template: Template) -> list[Symbol]:
+    """Tied sizes worth trying: only in templates where no size is free."""
+    if any(s.kind in ("free", "block_following") for s in template.symbols):
+        return []
+    return [s for s in template.symbols if s.kind == "tied"]
+
+
+def _to_probe(templates: list[Template], gone: set[str], cases: list[GeneratedCase],
+              prefixes: dict[str, str]) -> list[tuple[Template, Symbol]]:
+    """Sizes to try at twice their value: free ones whose every odd variant the original
+    refused, and tied ones of templates where nothing is free."""
     out = []
     for t in templates:
         p = prefixes[t.id]
+        tied = _probed_tied(t)
         for s in t.symbols:
             tried = [c.case.id for c in cases if c.case.id.startswith(f"{p}odd-{s.name}-")]
-            if tried and all(cid in gone for cid in tried):
+            if s in tied or (tried and all(cid in gone for cid in tried)):
                 out.append((t, s))
     return out
 
@@ -193,43 +206,29 @@ def _set_kinds(templates: list[Template], kinds: dict[tuple[str, str], tuple[str
 def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templates: list[Template],
                           prefixes: dict[str, str], options: TestgenOptions, interpreted: bool
                           ) -> tuple[list[str], list[Dropped], list[str], list[Template]]:
-    """Run the original on the correctness cases, probe refused sizes, check stability.
+    """Run the original on the correctness cases, probe sizes at their double, check stability.
 
-    A size whose odd values were all refused is probed once more at twice its traced value: taken,
-    it only needs alignment (``aligned``: scaled by doubling, never odd); refused, it is kept
-    (``rejected``).
+    A size whose odd values were all refused (or, where nothing else scales, a size tied to a
+    constexpr) is tried at twice its traced value: taken and stable, it is ``aligned`` (scaled by
+    doubling, never odd); a refused free size becomes ``rejected``; a tied one stays tied.
     """
-    notes: list[str] = []
     ran = run_original(evaluator, task, tuple(c.case.id for c in b.cases))
-    dropped, notes = list(ran.dropped), notes + list(ran.notes)
-    kept = list(ran.kept)
-    refused = _refused(templates, {d.case_id for d in dropped}, b.cases, prefixes)
-    kinds: dict[tuple[str, str], tuple[str, str]] = {}
-    if refused:
-        probes = {}
-        for t, sym in refused:
-            rep = min(t.calls, key=lambda c: call_bytes(t, c, symbol_values(t, c)))
-            value = symbol_values(t, rep).get(sym.name, sym.value)
-            g = b.add(f"{prefixes[t.id]}probe-{sym.name}-x2", CaseRole.CORRECTNESS, t, rep,
-                      {sym.name: 2 * value}, "odd", f"probe: {sym.name} {value} -> {2 * value} "
-                      f"(every odd value was refused)")
-            if g is not None:
-                probes[g.case.id] = (t, sym)
-        probe_task = replace(task, cases=tuple(c.case for c in b.cases))
-        pr = run_original(evaluator, probe_task, tuple(probes)) if probes else None
-        for t, sym in refused:
-            pid = next((k for k, v in probes.items() if v == (t, sym)), None)
-            if pr is not None and pid in pr.kept:
-                kinds[(t.id, sym.name)] = ("aligned", "the original refused every odd value but took "
-                                                      "the double: scaled by doubling only")
-            else:
-                kinds[(t.id, sym.name)] = ("rejected", "the original failed on every other size tried")
-                notes.append(f"{t.function}: {sym.name} is not scaled: the original failed on every "
-                             f"other size tried")
-        if pr is not None:
-            kept += list(pr.kept)
-            dropped += list(pr.dropped)
-        task = probe_task
+    dropped, notes, kept = list(ran.dropped), list(ran.notes), list(ran.kept)
+    to_probe = _to_probe(templates, {d.case_id for d in dropped}, b.cases, prefixes)
+    probes: dict[tuple[str, str], str] = {}
+    for t, sym in to_probe:
+        rep = min(t.calls, key=lambda c: call_bytes(t, c, symbol_values(t, c)))
+        value = symbol_values(t, rep).get(sym.name, sym.value)
+        why = "tied to a constexpr; nothing else scales" if sym.kind == "tied" else "every odd value was refused"
+        g = b.add(f"{prefixes[t.id]}probe-{sym.name}-x2", CaseRole.CORRECTNESS, t, rep,
+                  {sym.name: 2 * value}, "odd", f"probe: {sym.name} {value} -> {2 * value} ({why})")
+        if g is not None:
+            probes[(t.id, sym.name)] = g.case.id
+    task = replace(task, cases=tuple(c.case for c in b.cases))
+    if probes:
+        pr = run_original(evaluator, task, tuple(probes.values()))
+        kept += list(pr.kept)
+        dropped += list(pr.dropped)
     if options.stability and kept:
         by_id = {c.case.id: c for c in b.cases}
         cheap = [c for c in kept if not interpreted or by_id[c].est_s <= options.stability_max_s]
@@ -241,6 +240,16 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
             dropped += stable.dropped
             notes += stable.notes
             kept = [c for c in kept if c not in {d.case_id for d in stable.dropped}]
+    kinds: dict[tuple[str, str], tuple[str, str]] = {}
+    for t, sym in to_probe:
+        if probes.get((t.id, sym.name)) in kept:
+            why = ("equals a constexpr in the test, but the original took twice the size"
+                   if sym.kind == "tied" else "the original refused every odd value but took the double")
+            kinds[(t.id, sym.name)] = ("aligned", why + ": scaled by doubling only")
+        elif sym.kind != "tied":
+            kinds[(t.id, sym.name)] = ("rejected", "the original failed on every other size tried")
+            notes.append(f"{t.function}: {sym.name} is not scaled: the original failed on every "
+                         f"other size tried")
     return kept, dropped, notes, _set_kinds(templates, kinds)
 
 

@@ -1,10 +1,10 @@
 """Performance cases: sizes large enough to measure, and proof that they measure the kernel.
 
 Per entry, the template of its largest traced call is scaled along a ladder (``cases.perf_ladder``:
-the sizes that scale doubled, smallest first) until one call moves ``perf_bytes``. On a GPU every
-rung from ``perf_bytes / 64`` up is run and timed with a short plan; the first rung that moves
-``perf_bytes`` or runs ``perf_us`` becomes ``perf-1`` and the rung about four times larger
-``perf-2``, and the time must grow between them (else the note says so: the scaled sizes are not
+the sizes that scale doubled, smallest first) until one call moves ``perf_bytes``. On a GPU the
+traced size and every rung from ``perf_bytes / 64`` up are run and timed with a short plan; the
+first rung that moves ``perf_bytes`` or runs ``perf_us`` above the traced size's time (the
+overhead floor) becomes ``perf-1`` and the rung about four times larger ``perf-2``, and the time must grow between them (else the note says so: the scaled sizes are not
 what the kernel's work depends on). On the CPU interpreter timing means nothing: sizes are chosen
 by bytes only, not run (unless asked), and marked so.
 """
@@ -123,8 +123,14 @@ def choose_perf_cases(templates: list[Template], entries: tuple[str, ...], build
 
 def _gpu_choice(template, entry, ladder, traced, fixed, build, evaluator, task, options, prefix,
                 notes, dropped) -> list[GeneratedCase]:
-    floor = options.perf_bytes / 64
-    rungs = [i for i, r in enumerate(ladder) if r.bytes >= floor] or [len(ladder) - 1]
+    """Time the ladder on the original; pick sizes whose time is the kernel's, not overhead.
+
+    The traced size is timed too: its time is the floor (launch, Python and timer overhead, about
+    100 us per call on an H200 with the default timer), and a size counts as long enough when
+    it moves ``perf_bytes`` or runs ``perf_us`` above that floor.
+    """
+    floor_bytes = options.perf_bytes / 64
+    rungs = sorted({0} | {i for i, r in enumerate(ladder) if r.bytes >= floor_bytes} | {len(ladder) - 1})
     made = {}
     for i in rungs:
         g = build(f"{prefix}ladder-{i}", dict(ladder[i].values), "")
@@ -150,9 +156,14 @@ def _gpu_choice(template, entry, ladder, traced, fixed, build, evaluator, task, 
     if not ok:
         dropped.append(Dropped(f"{prefix}perf-1", "the original failed on every performance size"))
         return []
+    floor_ms = min(times[made[i].case.id] for i in ok)
+    notes.append(f"{entry}: timed sizes " + ", ".join(
+        f"{_mb(ladder[i].bytes)}: {times[made[i].case.id] * 1000:.0f} us" for i in ok)
+        + f" (floor {floor_ms * 1000:.0f} us)")
     target_ms = options.perf_us / 1000.0
-    first = next((i for i in ok if ladder[i].bytes >= ENOUGH * options.perf_bytes
-                  or times[made[i].case.id] >= target_ms), ok[-1])
+    scaled = [i for i in ok if i > 0] or ok
+    first = next((i for i in scaled if ladder[i].bytes >= ENOUGH * options.perf_bytes
+                  or times[made[i].case.id] - floor_ms >= target_ms), scaled[-1])
     out = [_final(made[first], f"{prefix}perf-1", times[made[first].case.id], template, traced,
                   ladder[first], fixed)]
     bigger = [i for i in ok if i > first]
@@ -161,7 +172,7 @@ def _gpu_choice(template, entry, ladder, traced, fixed, build, evaluator, task, 
         t1, t2 = times[made[first].case.id], times[made[second].case.id]
         out.append(_final(made[second], f"{prefix}perf-2", t2, template, traced, ladder[second], fixed))
         growth, more = t2 / max(t1, 1e-9), ladder[second].bytes / max(ladder[first].bytes, 1)
-        if growth < 1.5:
+        if growth < 1.5 and more >= 3:
             notes.append(f"{entry}: time grew only {growth:.2f}x for {more:.1f}x the bytes "
                          f"({t1 * 1000:.1f} us -> {t2 * 1000:.1f} us): the scaled sizes may not be "
                          f"what the kernel's work depends on; fix sizes with --set")

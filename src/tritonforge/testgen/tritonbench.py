@@ -35,7 +35,7 @@ def record_status(result: TestgenResult) -> str:
         return "ok"
     reasons = " ".join(d.reason for d in result.dropped)
     if (not result.correctness and result.dropped and result.device == "cpu"
-            and any(sign in reasons for sign in INTERPRETER_SIGNS)):
+            and ("(crash)" in reasons or any(sign in reasons for sign in INTERPRETER_SIGNS))):
         return "interpreter_limitation"      # the worker's interpreter failed the original too
     if result.failure_kind in ("interpreter_limitation", "timeout", "test_fails"):
         return result.failure_kind

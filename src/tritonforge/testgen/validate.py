@@ -13,6 +13,7 @@ Three checks, all through ``runtime.service.Evaluator`` (the driver never runs k
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 from ..model import Status, Task, Variant
@@ -21,6 +22,10 @@ from ..runtime.timing import TimingPlan
 from .model import Dropped
 
 log = logging.getLogger(__name__)
+
+# the verifier's note for differences it forgives as the original's own nondeterminism:
+# "<case> seed <n> <output>: <k> elements differ, the original differs from itself on <m>"
+_SELF_DIFF = re.compile(r"(\S+) seed -?\d+ .*differs from itself")
 
 QUICK_PLAN = TimingPlan(rounds=3, round_ms=5.0, warmup_ms=5.0, flush_l2=True, cuda_graph=False)
 
@@ -102,6 +107,11 @@ def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...],
             for m in verdict.mismatches:
                 bad.setdefault(m.case_id, "unstable: two runs of the original on the same inputs "
                                           f"differ ({m.output}: {m.message[:120]})")
+            for note in getattr(verdict, "notes", ()):   # differences the verifier forgave
+                found = _SELF_DIFF.match(note)
+                if found and found.group(1) in remaining:
+                    bad.setdefault(found.group(1), "unstable: two runs of the original on the same "
+                                                   f"inputs differ ({note[len(found.group(1)) + 1:][:120]})")
             if verdict.failure is not None and verdict.failure.case_id in remaining:
                 bad.setdefault(verdict.failure.case_id,
                                _reason(verdict.failure.status, verdict.failure.reason))
