@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="at most this many rounds (default 8)")
     opt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     opt.add_argument("--jobs", type=int, default=2, help="verification workers side by side")
+    opt.add_argument("--emit", choices=["fixed", "autotune"], default=None,
+                     help="write the best config fixed in the code (default) or an "
+                          "@triton.autotune over the best few configs")
     opt.add_argument("--out", help="where the faster file, diff and reports go "
                                    "(default RUN_DIR/output)")
     _common(opt)
@@ -206,6 +209,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.max_rounds is not None:
         settings = settings.replace(max_rounds=args.max_rounds)
+    if args.emit is not None:
+        settings = settings.replace(emit=args.emit)
     task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
 
     def say(text: str) -> None:
@@ -261,11 +266,13 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from .api import load_task, profile
     from .profile.render import render_profile
 
+    from .errors import InputError
+
     if not args.file and not args.tritonbench:
-        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
-                               hint="e.g. tritonforge profile examples/sin_block4.py")
+        raise InputError("give a kernel FILE or --tritonbench NAME",
+                         hint="e.g. tritonforge profile examples/sin_block4.py")
     if args.file and args.tritonbench:
-        raise TritonForgeError("give either a kernel FILE or --tritonbench NAME, not both")
+        raise InputError("give either a kernel FILE or --tritonbench NAME, not both")
     settings = _settings(args)
     task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
 

@@ -45,6 +45,7 @@ class Settings:
     patience: int = 2                 # rounds without gain before stopping
     min_speedup: float = 1.05
     max_case_regression: float = 0.05
+    emit: str = "fixed"               # fixed: the best config written in; autotune: @triton.autotune over the best few
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
@@ -122,6 +123,8 @@ def load_settings(
         values[key] = raw
     coerced = {k: _coerce(k, v, getattr(base, k)) for k, v in values.items()}
     settings = base.replace(**coerced)
+    if settings.emit not in ("fixed", "autotune"):
+        raise ConfigError(f"emit must be fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"device must be auto, cuda or cpu, not {settings.device!r}")
     return settings

@@ -28,8 +28,13 @@ from ..runtime.service import Evaluator
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .proposer import Proposer
+from .repair import RepairOutcome, repair_candidate
 
 log = logging.getLogger(__name__)
+
+# Failures a fix can answer; timeouts, OOM, cheats and policy refusals are not sent back.
+REPAIRABLE = frozenset({Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.CRASH, Status.MISMATCH,
+                        Status.IMPORT_ERROR})
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class Optimizer:
                                 sm_count=info.sm_count if info else 0)
         incumbent, history = original, []
         chain: list[Candidate] = []          # every accepted incumbent, oldest first
+        ranked: list[tuple[float, int, Candidate]] = []   # (est. speedup over original, order, cand)
+        factor = 1.0                         # the incumbent's speedup over the original
         stale, round_, stop = 0, 0, "max rounds reached"
         for round_ in range(1, self.settings.max_rounds + 1):
             if budget_s is not None and time.perf_counter() - start > budget_s:
@@ -199,6 +206,7 @@ class Optimizer:
                 if r.status is not Status.OK:
                     reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
                     history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
+            good += self._repair_failed(task, original, cands, verified, verify_ids, ctx, history)
             best: tuple[Decision, Candidate] | None = None
             if good:
                 timing = self._time(task, incumbent, good, search_ids)
@@ -210,12 +218,17 @@ class Optimizer:
                         self.store.put_decision(task.name, round_, decision)
                     history.append(HistoryEntry(c.hash, c.origin, c.description,
                                                 Status.OK, decision.speedup, decision.reason))
+                    est = factor * decision.speedup if decision.speedup == decision.speedup else 0.0
+                    if decision.accepted or est > 0:
+                        ranked.append((est if not self.interpreted else 1.0, -len(ranked), c))
                     if decision.accepted and (best is None or self.interpreted is False and
                                               decision.speedup > best[0].speedup):
                         best = (decision, c)
             if best is not None:
                 incumbent, stale = best[1], 0
                 chain.append(incumbent)
+                if best[0].speedup == best[0].speedup:
+                    factor *= best[0].speedup
                 self.progress(f"{task.name} round {round_}: accepted {best[1].description} "
                               f"({best[0].reason})")
             else:
@@ -232,9 +245,98 @@ class Optimizer:
                 best_c = cand
                 break
             notes.append(f"final check rejected {cand.description!r}: {final.reason}")
+        if self.settings.emit == "autotune" and ranked:
+            final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes))
+
+    def _repair_failed(self, task: Task, original: Candidate, cands: list[Candidate],
+                       verified: dict[str, VariantResult], case_ids: tuple[str, ...],
+                       ctx: ProposalContext, history: list[HistoryEntry]) -> list[Candidate]:
+        """Fault-aware repair of this round's failed candidates (``search.repair``).
+
+        Rule repairs first, then each proposer's ``repair()``, up to ``llm_repair_attempts``
+        fixes per failed candidate; each fix is verified against the original like any candidate,
+        by the verification pool (one failed candidate per worker). Failed fixes go into
+        ``history`` (origin ``repair:...``); the fixes that verify are returned to join the
+        round's timing. History is appended in candidate order, whatever order workers finish in.
+        """
+        todo = [c for c in cands if verified[c.hash].status in REPAIRABLE]
+        if not todo or self.settings.llm_repair_attempts <= 0:
+            return []
+        context = replace(ctx, history=tuple(history))
+        outcomes: dict[str, RepairOutcome] = {}
+        queue, lock = list(todo), threading.Lock()
+        errors: list[Exception] = []
+
+        def work(ev: Evaluator) -> None:
+            def evaluate(fix: Candidate) -> tuple[Status, str]:
+                if self.store:
+                    self.store.put_candidate(task.name, fix)
+                r = ev.evaluate(task, (_variant(original, "original"), _variant(fix, "candidate")),
+                                purpose="verify", case_ids=case_ids, verify=True,
+                                time=False).result("candidate")
+                return r.status, _failure_text(r)
+
+            while True:
+                with lock:
+                    if not queue or errors:
+                        return
+                    cand = queue.pop(0)
+                r = verified[cand.hash]
+                try:
+                    outcome = repair_candidate(cand, r.status, _failure_text(r), self.proposers,
+                                               context, self.settings.llm_repair_attempts, evaluate)
+                except Exception as exc:   # noqa: BLE001 - ConfigError, ReplayMiss, worker trouble: re-raised below
+                    with lock:
+                        errors.append(exc)
+                    return
+                with lock:
+                    outcomes[cand.hash] = outcome
+
+        threads = [threading.Thread(target=work, args=(e,)) for e in self.evaluators[:len(todo)]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        fixed, known = [], {c.hash for c in cands}
+        for cand in todo:
+            outcome = outcomes[cand.hash]
+            for a in outcome.attempts:
+                if a.status is not Status.OK:
+                    history.append(HistoryEntry(a.candidate, a.origin, a.description, a.status,
+                                                None, a.error[:300]))
+            if outcome.final is not None and outcome.final.hash not in known:
+                known.add(outcome.final.hash)
+                fixed.append(outcome.final)
+            self.progress(f"{task.name} round {ctx.round}: repair of {cand.description or cand.hash}"
+                          f": {outcome.stop_reason} ({len(outcome.attempts)} attempt(s))")
+        return fixed
+
+    def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
+                       best: Candidate, notes: list[str]) -> tuple[Decision | None, Candidate]:
+        """Offer @triton.autotune over the best configs; keep it if it holds up as well."""
+        from .emit import autotune_candidate
+
+        top = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
+        auto = autotune_candidate(original, top[:5])
+        if auto is None:
+            notes.append("autotune output not possible here (fewer than two configs, or the "
+                         "transform does not apply): the best fixed config is written")
+            return final, best
+        if self.store:
+            self.store.put_candidate(task.name, auto)
+        decision = self._final(task, original, auto)
+        fixed_ok = final is not None and final.accepted
+        if decision.accepted and (not fixed_ok or self.interpreted
+                                  or decision.speedup >= 0.97 * final.speedup):
+            notes.append(f"autotune output kept: {decision.reason}")
+            return decision, auto
+        notes.append(f"autotune output not kept ({decision.reason}); the best fixed config is written")
+        return final, best
 
     def _final(self, task: Task, original: Candidate, best: Candidate) -> Decision:
         """Re-verify and re-time the best against the original, all cases, in a fresh process."""
@@ -251,6 +353,15 @@ class Optimizer:
         if self.store:
             self.store.put_decision(task.name, 0, decision)
         return decision
+
+
+def _failure_text(r: VariantResult) -> str:
+    """What went wrong, for a repair: the failure with its detail, or the verifier's report."""
+    if r.failure is not None:
+        text = r.failure.one_line()
+        detail = r.failure.detail.strip()
+        return f"{text}\n{detail[-3000:]}" if detail and detail not in text else text
+    return r.verdict.summary(limit=6) if r.verdict else r.status.value
 
 
 def make_evaluators(settings: Settings, run_dir: Path, store: RunStore | None, jobs: int,

@@ -1,0 +1,66 @@
+"""The optimized file as the user asked for it: the best fixed config, or @triton.autotune.
+
+With ``emit = "autotune"`` the best few verified configurations found by the search (block sizes,
+num_warps, num_stages at each launch) become the config list of an ``@triton.autotune`` on the
+ORIGINAL source, keyed on the kernel's size arguments, so that the file adapts to sizes the search
+never timed. The autotuned file is a candidate like any other: the final check verifies and times
+it against the original before it is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..model import Candidate
+
+log = logging.getLogger(__name__)
+
+
+def _configs_by_kernel(source: str) -> dict[str, tuple[tuple[tuple[str, int], ...], int, int]]:
+    from ..analyze import analyze_source
+
+    out = {}
+    for knobs in analyze_source(source).knobs:
+        blocks = tuple((c.name, c.value) for c in knobs.tunable_constexprs
+                       if c.block_like and isinstance(c.value, int))
+        out.setdefault(knobs.kernel, (blocks, knobs.num_warps or 4, knobs.num_stages or 3))
+    return out
+
+
+def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs: int = 6) -> Candidate | None:
+    """@triton.autotune on ``original`` over the configs of ``ranked`` (best first), or None when
+    fewer than two distinct configs exist or the transform does not apply (the reason is logged)."""
+    from ..errors import TransformError
+    from ..transforms import get
+    from ..transforms.configs import ConfigSpec
+
+    per_kernel: dict[str, list[ConfigSpec]] = {}
+    names: dict[str, tuple[str, ...]] = {}
+    for cand in ranked:
+        for kernel, (blocks, warps, stages) in _configs_by_kernel(cand.source).items():
+            spec = ConfigSpec(blocks, warps, stages)
+            specs = per_kernel.setdefault(kernel, [])
+            names.setdefault(kernel, tuple(n for n, _ in blocks))
+            if spec not in specs and tuple(n for n, _ in blocks) == names[kernel] \
+                    and len(specs) < max_configs:
+                specs.append(spec)
+    for kernel, (blocks, warps, stages) in _configs_by_kernel(original.source).items():
+        specs = per_kernel.get(kernel, [])
+        if len(specs) == 1 and tuple(n for n, _ in blocks) == names.get(kernel):
+            specs.append(ConfigSpec(blocks, warps, stages))   # keep the original as the fallback
+    source = original.source
+    transform = get("autotune")
+    changed = False
+    for kernel, specs in per_kernel.items():
+        if len(specs) < 2:
+            continue
+        try:
+            source = transform.apply(source, None, kernel=kernel, names=list(names[kernel]),
+                                     configs=specs, max_configs=max_configs)
+            changed = True
+        except TransformError as exc:
+            log.info("no autotune output for %s: %s", kernel, exc)
+    if not changed:
+        return None
+    return Candidate(source, "emit:autotune", original.hash,
+                     f"@triton.autotune over the {sum(len(s) for s in per_kernel.values())} best configs")

@@ -1,0 +1,45 @@
+"""--emit autotune: the best configs become an @triton.autotune on the original, which must still
+verify (here through the worker on the interpreter, whose autotuner runs every config)."""
+
+from pathlib import Path
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate, Status, Variant
+from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.search.emit import autotune_candidate
+from tritonforge.tasks.loader import task_from_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SPEC = 'entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
+
+
+def _cands(src):
+    a = Candidate(src.replace("BLOCK_SIZE = 4", "BLOCK_SIZE = 1024"), "rules")
+    b = Candidate(src.replace("BLOCK_SIZE = 4", "BLOCK_SIZE = 256").replace(
+        "BLOCK_SIZE=BLOCK_SIZE)", "BLOCK_SIZE=BLOCK_SIZE, num_warps=8)"), "rules")
+    return a, b
+
+
+def test_best_configs_become_an_autotune_decorator():
+    src = EXAMPLE.read_text()
+    auto = autotune_candidate(Candidate(src, "original"), list(_cands(src)))
+    assert auto is not None and "@triton.autotune(" in auto.source
+    assert "triton.Config({'BLOCK_SIZE': 1024}, num_warps=4" in auto.source
+    assert "triton.Config({'BLOCK_SIZE': 256}, num_warps=8" in auto.source
+    assert "META['BLOCK_SIZE']" in auto.source
+
+
+def test_one_config_gives_no_autotune():
+    src = EXAMPLE.read_text()
+    assert autotune_candidate(Candidate(src, "original"), [Candidate(src, "original")]) is None
+
+
+def test_autotuned_output_verifies(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    task = task_from_file(EXAMPLE, spec)
+    auto = autotune_candidate(Candidate(task.source, "original"), list(_cands(task.source)))
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        result = ev.evaluate(task, (original_variant(task), Variant("auto", auto.source, auto.hash)),
+                             purpose="t", verify=True, time=False).result("auto")
+    assert result.status is Status.OK, result
