@@ -1,8 +1,10 @@
 """Shared sizes of traced calls, odd shapes, index validity and performance scaling (no kernels run)."""
 
+import pytest
+
 from tritonforge.model import TensorSpec
 from tritonforge.testgen.cases import (
-    index_ties, materialize, odd_values, perf_ladder, shrink_hazard,
+    Unrepresentable, index_ties, materialize, odd_values, perf_ladder, shrink_hazard,
 )
 from tritonforge.testgen.dims import build_templates, symbol_values
 from tritonforge.testgen.model import (
@@ -157,3 +159,24 @@ def test_symbol_values_per_call():
     tpl = one([a, b], ("x",))
     assert symbol_values(tpl, a) == {"x.0": 8} and symbol_values(tpl, b) == {"x.0": 24}
     assert isinstance(materialize(tpl, b, {}, params("x")).call.args[0], TensorSpec)
+
+
+def test_block_size_arguments_are_configuration_not_sizes():
+    c = call("f", [t(1024), i(1024)], constexprs=[("BLOCK_SIZE", 1024)])
+    tpl = one([c], ("x", "BLOCK_SIZE"))
+    assert [s.places for s in tpl.symbols] == [("x.0",)]          # the argument is not a size
+    built = materialize(tpl, c, {"x.0": 4096}, params("x", "BLOCK_SIZE"))
+    assert built.call.args[0].shape == (4096,) and built.call.args[1] == 1024
+
+
+def test_an_unwritable_default_is_left_out_and_later_arguments_go_by_name():
+    half = TracedValue("dtype", "float16")
+    ps = (Parameter("x", "positional_or_keyword"),
+          Parameter("dtype", "positional_or_keyword", half, True),
+          Parameter("k", "positional_or_keyword", TracedValue("int", 1), True))
+    c = TracedCall("f", 0, None, (t(8), half, i(3)), (), n_launches=1)
+    built = materialize(one([c], ("x", "dtype", "k")), c, {}, ps)
+    assert len(built.call.args) == 1 and dict(built.call.kwargs) == {"k": 3}
+    other = TracedCall("f", 0, None, (t(8), TracedValue("dtype", "bfloat16"), i(3)), (), n_launches=1)
+    with pytest.raises(Unrepresentable, match="dtype"):
+        materialize(one([other], ("x", "dtype", "k")), other, {}, ps)

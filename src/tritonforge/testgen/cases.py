@@ -111,10 +111,23 @@ def materialize(template: Template, call: TracedCall, values: dict[str, int],
                               + (f" ({node.value})" if node.value is not None else ""))
 
     defaults = {p.name: p.default for p in params if p.has_default}
-    args = []
-    for i, a in enumerate(call.args):
-        args.append(build(("a", i), a))
+    args: list = []
     kwargs = []
+    by_name = False        # after a left-out positional default, the rest go by keyword
+    for i, a in enumerate(call.args):
+        param = params[i] if i < len(params) else None
+        if by_name:
+            if param is None or param.kind not in ("positional_or_keyword", "keyword_only"):
+                raise Unrepresentable(f"argument {i} follows a left-out default and has no name")
+            kwargs.append((param.name, build(("a", i), a)))
+            continue
+        try:
+            args.append(build(("a", i), a))
+        except Unrepresentable:
+            if (param is None or param.name not in defaults or defaults[param.name] != a
+                    or param.kind != "positional_or_keyword"):
+                raise
+            by_name = True                 # equal to its default: leave it out
     for k, v in call.kwargs:
         try:
             kwargs.append((k, build(("k", k), v)))

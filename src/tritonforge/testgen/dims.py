@@ -138,10 +138,14 @@ def _template(tid: str, function: str, calls: tuple[TracedCall, ...], params: tu
     atoms = list(per_call[0])
     vectors = {a: tuple(pc.get(a, -1) for pc in per_call) for a in atoms}
     names = _leaf_names(calls[0], params)
+    config = _config_names(calls)
 
-    # 1. group atoms by their values across all calls; small constants stay constants
+    # 1. group atoms by their values across all calls; small constants stay constants, and so do
+    #    integer arguments that configure the kernel (BLOCK_SIZE passed through to a constexpr)
     by_vector: dict[tuple, list[Atom]] = {}
     for a in atoms:
+        if a.axis is None and _is_config(names.get(a.path, ""), config):
+            continue
         if max(vectors[a]) >= 2:
             by_vector.setdefault(vectors[a], []).append(a)
 
@@ -225,6 +229,24 @@ def _template(tid: str, function: str, calls: tuple[TracedCall, ...], params: tu
         symbols.append(Symbol(name, rep, kind, why, places))
     return Template(tid, function, calls, tuple(symbols), tuple(atom_symbol), tuple(atom_derived),
                     tuple(names.items()))
+
+
+_CONFIG_WORDS = ("block", "num_warps", "num_stages", "group_size", "split_k", "num_ctas")
+
+
+def _config_names(calls: tuple[TracedCall, ...]) -> set[str]:
+    """Lower-case names of the constexprs and launch options the calls' kernels received."""
+    out = set()
+    for c in calls:
+        for launch in c.launches:
+            out |= {n.lower() for n, _ in launch.constexprs}
+            out |= {n.lower() for n, _ in launch.options}
+    return out
+
+
+def _is_config(leaf: str, config: set[str]) -> bool:
+    name = leaf.split("[")[0].lower()
+    return name in config or any(w in name for w in _CONFIG_WORDS)
 
 
 def _prod(values) -> int:
