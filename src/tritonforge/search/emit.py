@@ -46,8 +46,9 @@ def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs
                 specs.append(spec)
     for kernel, (blocks, warps, stages) in _configs_by_kernel(original.source).items():
         specs = per_kernel.get(kernel, [])
-        if len(specs) == 1 and tuple(n for n, _ in blocks) == names.get(kernel):
-            specs.append(ConfigSpec(blocks, warps, stages))   # keep the original as the fallback
+        fallback = ConfigSpec(blocks, warps, stages)
+        if len(specs) == 1 and fallback not in specs and tuple(n for n, _ in blocks) == names.get(kernel):
+            specs.append(fallback)   # keep the original as the fallback
     source = original.source
     transform = get("autotune")
     changed = False
