@@ -4,7 +4,8 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | tests | baseline | selfcheck | profile | examples | optimize
+# Steps: env | tests | verify | baseline | selfcheck | profile | examples | optimize
+#   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end; unpack that here into the repo
 # root and name .gpu-store in the next call's carry to go on where it stopped.
@@ -39,6 +40,13 @@ for step in "$@"; do
       log "gpu tests"
       timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       ;;
+    verify)
+      log "verifier on the GPU: whole verify suite with compiled kernels + the catalogue table"
+      export TRITONFORGE_VERIFY_DEVICE=cuda
+      timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q tests/verify -p no:cacheprovider 2>&1 | tee "$OUT/verify-gpu.log" | tail -15
+      (cd tests/verify && timeout 120 python3 print_catalogue.py) > "$OUT/catalogue-gpu.txt" 2>&1; tail -5 "$OUT/catalogue-gpu.txt"
+      unset TRITONFORGE_VERIFY_DEVICE
+      ;;
     baseline)
       log "baseline sweep (budget $(( $(left) - 60 )) s)"
       TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}" timeout "$(left)" python3 -m tritonforge bench baseline --device cuda --run-dir .gpu-store/baseline \
@@ -58,6 +66,7 @@ for step in "$@"; do
       log "optimize the bundled examples"
       for ex in src/tritonforge/examples/*.py; do
         stem=$(basename "$ex" .py)
+        case ",${EXAMPLES:-$stem}," in *",$stem,"*) ;; *) continue;; esac
         timeout "$(left)" python3 -m tritonforge optimize "$ex" --device cuda --jobs 4 \
           --run-dir ".gpu-store/examples/$stem" --out ".gpu-store/examples/$stem/output" 2>&1 | tail -25
       done
