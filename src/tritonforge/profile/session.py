@@ -283,9 +283,13 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                 notes.append(f"recording the launches failed: {problem.splitlines()[0][:300]}")
         capture = read_capture(capture_path) if capture_path.exists() else None
         if capture is not None and capture.error:
-            failure = failure or capture.error.splitlines()[0]
-            notes.append(f"the case failed after {len(capture.launches)} launch(es): "
-                         f"{capture.error.splitlines()[0][:300]}")
+            first = capture.error.splitlines()[0][:300]
+            if capture.dry_run:     # kernels did not run: host code reading outputs may trip
+                notes.append(f"the dry run stopped after {len(capture.launches)} launch(es): "
+                             f"{first} (kernels were not executed; later launches are missing)")
+            else:
+                failure = failure or first
+                notes.append(f"the case failed after {len(capture.launches)} launch(es): {first}")
         launches = capture.one_call if capture is not None else ()
 
         # static stats, with the peaks measured meanwhile in a child (GPU only)

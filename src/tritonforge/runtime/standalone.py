@@ -269,11 +269,20 @@ def run_case(task_file: Path, case_id: str, *, variant_file: Path | None = None,
              warmup: int = 1, repeat: int = 1, dry_run: bool = False, profiler_range: bool = False,
              module_dir: Path | None = None) -> LaunchCapture:
     """Run the case in this process and return what was recorded (errors become ``error``)."""
+    from ..model import Task
+    from ..model.serialize import loads
+
+    task = loads(task_file.read_text())
+    if not isinstance(task, Task):
+        raise SystemExit(f"standalone: {task_file} does not hold a Task")
+    try:
+        case = task.case(case_id)
+    except KeyError:
+        raise SystemExit(f"standalone: no case {case_id!r} in {task.name}; known: "
+                         + ", ".join(c.id for c in task.cases)) from None
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     import torch
 
-    from ..model import Task
-    from ..model.serialize import loads
     from .invoke import InvocationBuilder
     from .loader import import_source, install_support_modules
 
@@ -284,14 +293,6 @@ def run_case(task_file: Path, case_id: str, *, variant_file: Path | None = None,
         raise SystemExit("standalone: no CUDA GPU is visible; set TRITON_INTERPRET=1 to run on the CPU")
     device = "cpu" if interpreted else "cuda"
     profiler_range = profiler_range and not interpreted      # no profiler API on the interpreter
-    task = loads(task_file.read_text())
-    if not isinstance(task, Task):
-        raise SystemExit(f"standalone: {task_file} does not hold a Task")
-    try:
-        case = task.case(case_id)
-    except KeyError:
-        raise SystemExit(f"standalone: no case {case_id!r} in {task.name}; known: "
-                         + ", ".join(c.id for c in task.cases)) from None
     source = variant_file.read_text() if variant_file else task.source
     module_dir = module_dir or task_file.parent / "modules"
     recorder = _Recorder(dry_run=dry_run and interpreted)
