@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.serialize import register
 from .types import Usage
 
 log = logging.getLogger(__name__)
@@ -159,3 +160,6 @@ class TokenBudget:
 
 def round_cost(cost: float) -> float:
     return round(cost, 6)
+
+
+register(UsageRecord)    # the run store keeps them (kind "llm_usage")
