@@ -258,7 +258,8 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
         # the launches (and, on a GPU with ncu, the metrics) of one call
         task_file, capture_path = work / "task.json", work / "launches.json"
         task_file.write_text(dumps(task))
-        capture_path.unlink(missing_ok=True)
+        for stale in (capture_path, work / "ncu_raw.csv"):
+            stale.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "tritonforge.runtime.standalone", "--task-file", str(task_file),
                "--case", case.id, "--module-dir", str(work / "modules"),
                "--record-launches", str(capture_path)]
