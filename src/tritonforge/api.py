@@ -56,16 +56,21 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
 
 
 def build_proposers(settings: Settings, run_dir: Path) -> list:
-    """The rule engine always; an LLM proposer too when a model is configured."""
+    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
+
+    The LLM comes first: the loop asks proposers in order until the round is full, and the rule
+    engine alone fills a round on most kernels; asked first, the LLM takes its
+    ``llm_candidates_per_round`` and the rules fill the rest.
+    """
     from .search.rules import RuleProposer
 
     proposers: list = [RuleProposer()]
-    if settings.llm_model:
+    if settings.llm_model or settings.llm_replay:
         from .llm.factory import build_proposer
 
         llm = build_proposer(settings, run_dir)
         if llm is not None:
-            proposers.append(llm)
+            proposers.insert(0, llm)
     return proposers
 
 

@@ -293,7 +293,8 @@ def test_optimize_command_records_llm_usage_in_the_store(task, server, tmp_path,
                                                          capsys):
     from tritonforge import cli
 
-    # The rule engine, asked first, fills the round on this kernel; keep it out to reach the LLM.
+    # The LLM is asked first (build_proposers); the rule engine's five more candidates would only
+    # make the test slower, so it proposes nothing here.
     monkeypatch.setattr(RuleProposer, "propose", lambda self, ctx: [])
     server.add(Reply(fenced(GOOD, "Bigger blocks."), 1200, 400))
     spec = tmp_path / "spec.toml"
@@ -313,3 +314,15 @@ def test_optimize_command_records_llm_usage_in_the_store(task, server, tmp_path,
     assert (rec.purpose, rec.outcome, rec.prompt_tokens, rec.completion_tokens) == \
         ("propose", "candidate", 1200, 400)
     assert len(server.requests) == 1
+
+
+def test_build_proposers_asks_the_llm_first_and_turns_it_on_for_a_replay(tmp_path):
+    from tritonforge.api import build_proposers
+
+    live = Settings(llm_model="m", llm_base_url="http://127.0.0.1:9/v1", llm_api_key_env="")
+    assert [p.name for p in build_proposers(live, tmp_path)] == ["llm:m", "rules"]
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("")
+    replay = Settings(llm_replay=str(transcript))
+    assert [p.name for p in build_proposers(replay, tmp_path)] == ["llm:replay", "rules"]
+    assert [p.name for p in build_proposers(Settings(), tmp_path)] == ["rules"]
