@@ -39,14 +39,25 @@ class Validation:
 
 
 def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
-                 time: bool = False, plan: TimingPlan | None = None) -> Validation:
-    """Run the original on ``case_ids``; drop each case it fails on (errors, crashes, timeouts)."""
+                 time: bool = False, plan: TimingPlan | None = None, max_deaths: int = 4) -> Validation:
+    """Run the original on ``case_ids``; drop each case it fails on (errors, crashes, timeouts).
+
+    After ``max_deaths`` cases that killed the worker, the rest are dropped unrun (an interpreter
+    that corrupts its memory on one shape tends to on the others, and each restart costs seconds).
+    """
     remaining = list(case_ids)
     dropped: list[Dropped] = []
     timings: dict[str, float] = {}
     notes: list[str] = []
+    deaths = 0
     for _ in range(len(case_ids) + 1):
         if not remaining:
+            break
+        if deaths >= max_deaths:
+            reason = f"not run: the original killed the worker on {deaths} other cases"
+            dropped += [Dropped(c, reason) for c in remaining]
+            notes.append(f"{len(remaining)} case(s) {reason}")
+            remaining = []
             break
         evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="testgen",
                                         case_ids=tuple(remaining), verify=False, time=time,
@@ -64,6 +75,7 @@ def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
         if culprit in remaining:
             dropped.append(Dropped(culprit, _reason(result.failure.status, result.failure.reason)))
             remaining.remove(culprit)
+            deaths += 1
             continue                     # the worker died on it: evaluate the rest again
         reason = _reason(result.failure.status, result.failure.reason)
         notes.append(f"the original failed outside any case: {reason}")
