@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
-from ..model import Case, CaseRole, Task
+from ..model import CaseRole, Task
 from ..runtime.service import Evaluator, resolve_device
 from .cases import Built, Unrepresentable, call_bytes, make_case, materialize, odd_values, shrink_hazard
 from .dims import Template, build_templates, leaves, pin, symbol_values

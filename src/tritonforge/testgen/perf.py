@@ -4,8 +4,9 @@ Per entry, the template of its largest traced call is scaled along a ladder (``c
 the sizes that scale doubled, smallest first) until one call moves ``perf_bytes``. On a GPU the
 traced size and every rung from ``perf_bytes / 64`` up are run and timed with a short plan; the
 first rung that moves ``perf_bytes`` or runs ``perf_us`` above the traced size's time (the
-overhead floor) becomes ``perf-1`` and the rung about four times larger ``perf-2``, and the time must grow between them (else the note says so: the scaled sizes are not
-what the kernel's work depends on). On the CPU interpreter timing means nothing: sizes are chosen
+overhead floor) becomes ``perf-1`` and the rung about four times larger ``perf-2``, and the time
+must grow between them (else the note says so: the scaled sizes are not what the kernel's work
+depends on). On the CPU interpreter timing means nothing: sizes are chosen
 by bytes only, not run (unless asked), and marked so.
 """
 
