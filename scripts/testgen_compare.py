@@ -49,6 +49,55 @@ STATUS_ORDER = ["ok", "no_perf", "no_correctness", "no_cases", "no_calls", "inte
 PLAN = TimingPlan(rounds=5, round_ms=10.0, warmup_ms=10.0, flush_l2=True, cuda_graph=False)
 
 
+_BYTES_SCRIPT = r"""
+import json, sys, types, torch
+torch.set_default_device("meta")
+results = {}
+for name, script in json.load(sys.stdin).items():
+    try:
+        class _Any(types.ModuleType):
+            def __getattr__(self, attr):
+                return lambda *a, **k: None
+        pkg = types.ModuleType("TritonBench_v1"); pkg.__path__ = []
+        sys.modules["TritonBench_v1"] = pkg
+        sys.modules["TritonBench_v1." + name] = _Any(name)
+        pu = types.ModuleType("performance_utils")
+        class Performance_Metrics:
+            def __init__(self, *a, **k): self.input_tensors = []
+        pu.Performance_Metrics = Performance_Metrics; pu.do_bench_config = object
+        sys.modules["performance_utils"] = pu
+        ns = {"__name__": "perf", "__file__": "/tmp/x/perf.py"}
+        exec(compile(script, name, "exec"), ns)
+        inst = ns["performance_metrics"]()
+        inst.get_input_tensors()
+        def size(x, depth=0):
+            if isinstance(x, torch.Tensor):
+                return x.numel() * x.element_size()
+            if isinstance(x, (tuple, list)) and depth < 3:
+                return sum(size(v, depth + 1) for v in x)
+            if isinstance(x, dict) and depth < 3:
+                return sum(size(v, depth + 1) for v in x.values())
+            return 0
+        results[name] = [size(x) for x in inst.input_tensors]
+    except BaseException:
+        results[name] = None
+print(json.dumps(results))
+"""
+
+
+def perf_script_bytes(record) -> list[int] | None:
+    """Bytes of the tensors each of the record's performance inputs holds (built on the meta
+    device in a throwaway process: nothing allocated; outputs the kernel allocates not counted)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", _BYTES_SCRIPT], text=True, capture_output=True,
+                              input=json.dumps({record.name: record.perf_source}), timeout=300)
+        return json.loads(proc.stdout.strip().splitlines()[-1]).get(record.name)
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        return None
+
+
 def outcome_json(o: RecordOutcome) -> dict:
     r = o.result
     out = {"name": o.name, "status": o.status, "detail": o.detail[:300], "perf_entries": list(o.perf_entries)}
@@ -128,7 +177,7 @@ def markdown(rows: list[dict], counts: dict[str, int], device: str, total: int, 
     lines += [f"| {s} | {counts[s]} |" for s in STATUS_ORDER if counts.get(s)]
     lines += [f"| **all** | {total} |", ""]
     lines += ["| record | status | trace | entries (= perf script's?) | correctness kept (trace+odd) | "
-              "dropped | perf cases | detail |", "|---|---|---|---|---|---|---|---|"]
+              "dropped | perf cases | perf script inputs | detail |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         cases, dropped = row.get("cases", {}), row.get("dropped", {})
         tr = row.get("trace", {})
@@ -138,8 +187,11 @@ def markdown(rows: list[dict], counts: dict[str, int], device: str, total: int, 
         ents = ", ".join(row.get("entries", [])) + (" (yes)" if row.get("entry_matches_perf_script") else
                                                     " (no)" if row.get("entries") else "")
         detail = (row.get("detail") or "").replace("|", "/").replace("\n", " ")[:90]
+        sb = [b for b in (row.get("script_input_bytes") or []) if b]
+        script = (f"{len(sb)}: {min(sb) / 2**20:.1f}-{max(sb) / 2**20:.0f} MB" if sb else "-")
         lines.append(f"| {row['name']} | {row['status']} | {trace} | {ents} | "
-                     f"{cases.get('trace', 0)}+{cases.get('odd', 0)} | {sum(dropped.values())} | {perf} | {detail} |")
+                     f"{cases.get('trace', 0)}+{cases.get('odd', 0)} | {sum(dropped.values())} | {perf} | "
+                     f"{script} | {detail} |")
     gpu = [r for r in rows if r.get("gpu")]
     if gpu:
         lines += ["", "## Generated performance sizes against the performance scripts' (time per call of "
@@ -190,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             path = out / "records" / f"{name}.json"
             if path.exists():
+                row = json.loads(path.read_text())
+                if "script_input_bytes" not in row:          # written by an older run of this script
+                    row["script_input_bytes"] = perf_script_bytes(records[name])
+                    path.write_text(json.dumps(row, indent=1, default=str))
                 continue
             if args.budget and time.time() - started > args.budget:
                 print(f"budget spent: stopping before {name}", flush=True)
@@ -197,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.time()
             outcome = generate_for_record(records[name], settings, work, options=options, device=device)
             row = outcome_json(outcome)
+            row["script_input_bytes"] = perf_script_bytes(records[name])
             if outcome.result is not None and outcome.result.spec_text:
                 (out / "specs" / f"{name}.toml").write_text(outcome.result.spec_text)
             if evaluator is not None and outcome.result is not None and outcome.result.trace.calls:
