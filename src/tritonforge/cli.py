@@ -145,16 +145,24 @@ def _settings(args: argparse.Namespace):
     return load_settings(args.config, overrides=overrides)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .api import load_task, run_original
+def _task_from_args(args: argparse.Namespace, command: str):
+    """The task named on the command line: a kernel FILE (+ spec) or --tritonbench NAME."""
+    from .api import load_task
+    from .errors import InputError
 
     if not args.file and not args.tritonbench:
-        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
-                               hint="e.g. tritonforge run examples/sin_block4.py")
+        raise InputError("give a kernel FILE or --tritonbench NAME",
+                         hint=f"e.g. tritonforge {command} src/tritonforge/examples/sin_block4.py")
     if args.file and args.tritonbench:
-        raise TritonForgeError("give either a kernel FILE or --tritonbench NAME, not both")
+        raise InputError("give either a kernel FILE or --tritonbench NAME, not both")
+    return load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .api import run_original
+
     settings = _settings(args)
-    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+    task = _task_from_args(args, "run")
     cases = tuple(c.strip() for c in args.cases.split(",")) if args.cases else None
     if cases:
         unknown = [c for c in cases if c not in {k.id for k in task.cases}]
@@ -201,17 +209,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from .api import load_task, optimize
+    from .api import optimize
 
-    if not args.file and not args.tritonbench:
-        raise TritonForgeError("give a kernel FILE or --tritonbench NAME",
-                               hint="e.g. tritonforge optimize examples/sin_block4.py")
     settings = _settings(args)
     if args.max_rounds is not None:
         settings = settings.replace(max_rounds=args.max_rounds)
     if args.emit is not None:
         settings = settings.replace(emit=args.emit)
-    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+    task = _task_from_args(args, "optimize")
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -263,18 +268,11 @@ def _cmd_testgen(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from .api import load_task, profile
+    from .api import profile
     from .profile.render import render_profile
 
-    from .errors import InputError
-
-    if not args.file and not args.tritonbench:
-        raise InputError("give a kernel FILE or --tritonbench NAME",
-                         hint="e.g. tritonforge profile examples/sin_block4.py")
-    if args.file and args.tritonbench:
-        raise InputError("give either a kernel FILE or --tritonbench NAME, not both")
     settings = _settings(args)
-    task = load_task(args.file, spec=args.spec, entry=args.entry, tritonbench=args.tritonbench)
+    task = _task_from_args(args, "profile")
 
     def say(text: str) -> None:
         if not args.json:
