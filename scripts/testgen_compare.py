@@ -219,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace-timeout", type=float, default=120.0)
     p.add_argument("--case-timeout", type=float, default=120.0)
     p.add_argument("--budget", type=float, default=0.0, help="stop starting records after this many s")
+    p.add_argument("--record-budget", type=float, default=600.0,
+                   help="validation seconds per record; cases left then are dropped (default 600)")
     p.add_argument("--no-stability", action="store_true", help="skip the original-vs-itself check")
     p.add_argument("--run-dir", default=None, help="scratch folder (default OUT/work)")
     args = p.parse_args(argv)
@@ -234,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.names.split(",")] if args.names else sorted(records)
     if args.limit:
         names = names[: args.limit]
-    options = TestgenOptions(trace_timeout_s=args.trace_timeout, stability=not args.no_stability)
+    options = TestgenOptions(trace_timeout_s=args.trace_timeout, stability=not args.no_stability,
+                             budget_s=args.record_budget or None)
     harness = load_harness(args.data) if device == "cuda" else ""
     started = time.time()
     evaluator = Evaluator(settings, work / "compare", store=None, device=device) if device == "cuda" else None

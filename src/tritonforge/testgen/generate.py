@@ -51,6 +51,7 @@ class TestgenOptions:
     stability_max_s: float = 3.0             # CPU: skip it for cases whose one call takes longer
     perf_on_cpu: bool = False                # run (never time) performance cases on the interpreter
     trace_timeout_s: float = 180.0
+    budget_s: float | None = None            # validation time; cases left when it ends are dropped
 
     __test__ = False
 
@@ -212,7 +213,8 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
     constexpr) is tried at twice its traced value: taken and stable, it is ``aligned`` (scaled by
     doubling, never odd); a refused free size becomes ``rejected``; a tied one stays tied.
     """
-    ran = run_original(evaluator, task, tuple(c.case.id for c in b.cases))
+    deadline = time.monotonic() + options.budget_s if options.budget_s else None
+    ran = run_original(evaluator, task, tuple(c.case.id for c in b.cases), deadline=deadline)
     dropped, notes, kept = list(ran.dropped), list(ran.notes), list(ran.kept)
     to_probe = _to_probe(templates, {d.case_id for d in dropped}, b.cases, prefixes)
     probes: dict[tuple[str, str], str] = {}
@@ -226,10 +228,12 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
             probes[(t.id, sym.name)] = g.case.id
     task = replace(task, cases=tuple(c.case for c in b.cases))
     if probes:
-        pr = run_original(evaluator, task, tuple(probes.values()))
+        pr = run_original(evaluator, task, tuple(probes.values()), deadline=deadline)
         kept += list(pr.kept)
         dropped += list(pr.dropped)
-    if options.stability and kept:
+    if options.stability and kept and deadline is not None and time.monotonic() > deadline:
+        notes.append("stability check not done: the validation time budget ran out")
+    elif options.stability and kept:
         by_id = {c.case.id: c for c in b.cases}
         cheap = [c for c in kept if not interpreted or by_id[c].est_s <= options.stability_max_s]
         if len(cheap) < len(kept):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from time import monotonic as _clock
 from dataclasses import dataclass, field
 
 from ..model import Status, Task, Variant
@@ -39,50 +40,45 @@ class Validation:
 
 
 def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
-                 time: bool = False, plan: TimingPlan | None = None, max_deaths: int = 4) -> Validation:
-    """Run the original on ``case_ids``; drop each case it fails on (errors, crashes, timeouts).
+                 time: bool = False, plan: TimingPlan | None = None, max_deaths: int = 4,
+                 deadline: float | None = None) -> Validation:
+    """Run the original on ``case_ids``, one request per case; drop each case it fails on.
 
-    After ``max_deaths`` cases that killed the worker, the rest are dropped unrun (an interpreter
-    that corrupts its memory on one shape tends to on the others, and each restart costs seconds).
+    One case per request makes every failure (an error, a crash that kills the worker, a
+    timeout) land on the right case, and a crash costs no re-run of the cases before it. After
+    ``max_deaths`` cases that killed the worker, or past ``deadline`` (``time.monotonic()``), the
+    rest are dropped unrun, with the reason.
     """
-    remaining = list(case_ids)
+    kept: list[str] = []
     dropped: list[Dropped] = []
     timings: dict[str, float] = {}
     notes: list[str] = []
     deaths = 0
-    for _ in range(len(case_ids) + 1):
-        if not remaining:
-            break
+    for n, case_id in enumerate(case_ids):
+        stop = None
         if deaths >= max_deaths:
-            reason = f"not run: the original killed the worker on {deaths} other cases"
-            dropped += [Dropped(c, reason) for c in remaining]
-            notes.append(f"{len(remaining)} case(s) {reason}")
-            remaining = []
+            stop = f"not run: the original killed the worker on {deaths} other cases"
+        elif deadline is not None and _clock() > deadline:
+            stop = "not run: the validation time budget ran out"
+        if stop:
+            rest = case_ids[n:]
+            dropped += [Dropped(c, stop) for c in rest]
+            notes.append(f"{len(rest)} case(s) {stop}")
             break
         evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="testgen",
-                                        case_ids=tuple(remaining), verify=False, time=time,
+                                        case_ids=(case_id,), verify=False, time=time,
                                         keep_going=True, plan=plan, use_store=False)
         result = evaluation.results[0]
-        for failure in result.case_failures:
-            if failure.case_id in remaining:
-                dropped.append(Dropped(failure.case_id, _reason(failure.status, failure.reason)))
-                remaining.remove(failure.case_id)
-        for timing in result.timings:
-            timings[timing.case_id] = timing.median_ms
-        if result.failure is None:
-            break
-        culprit = result.failure.case_id
-        if culprit in remaining:
-            dropped.append(Dropped(culprit, _reason(result.failure.status, result.failure.reason)))
-            remaining.remove(culprit)
-            deaths += 1
-            continue                     # the worker died on it: evaluate the rest again
-        reason = _reason(result.failure.status, result.failure.reason)
-        notes.append(f"the original failed outside any case: {reason}")
-        dropped += [Dropped(c, reason) for c in remaining]
-        remaining = []
-        break
-    return Validation(tuple(remaining), tuple(dropped), tuple(sorted(timings.items())), tuple(notes))
+        failure = next((f for f in result.case_failures if f.case_id == case_id), None) or result.failure
+        if failure is not None:
+            dropped.append(Dropped(case_id, _reason(failure.status, failure.reason)))
+            deaths += failure.status in (Status.CRASH, Status.TIMEOUT, Status.OOM)
+            continue
+        kept.append(case_id)
+        timing = result.timing(case_id)
+        if timing is not None:
+            timings[case_id] = timing.median_ms
+    return Validation(tuple(kept), tuple(dropped), tuple(sorted(timings.items())), tuple(notes))
 
 
 def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...],
