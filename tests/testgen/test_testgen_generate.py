@@ -124,3 +124,18 @@ def test_cli_writes_a_spec_that_run_reads_back(tmp_path):
     task = task_from_file(kernel, out)
     assert task.entries == ("sin_triton",) and len(task.correctness_cases) >= 4
     assert main(argv) == 2                                   # exists: refused without --force
+
+
+def test_a_tritonbench_style_file_is_traced_by_its_test_section(tmp_path):
+    from tritonforge.api import generate_cases
+    from tritonforge.tasks.tritonbench import SEPARATOR
+
+    kernel = tmp_path / "tb_sin.py"
+    kernel.write_text(EXAMPLE.read_text() + "\n" + SEPARATOR + "\n"
+                      "def test_sin():\n    return sin_triton(torch.randn(70, device='cuda'))\n\n"
+                      "result_gold = test_sin()\n")
+    result = generate_cases(kernel, settings(tmp_path), out=tmp_path / "tb_sin.toml",
+                            options=TestgenOptions(stability=False, perf=False, max_odd=1))
+    assert result.trace.driver == "section" and result.entries == ("sin_triton",)
+    assert [c.case.recipe.args[0].shape for c in result.cases][:2] == [(70,), (106,)]
+    assert parse_spec((tmp_path / "tb_sin.toml").read_text()).entry == "sin_triton"
