@@ -1,9 +1,26 @@
 """Test generation without an LLM: trace a kernel file's own test, then draw cases from it.
 
-``generate.generate`` is the entry point (``api.generate_cases`` wraps it); ``trace`` runs the
-file's test in a separate process; ``dims`` finds the sizes its calls share; ``values`` learns how
-to re-draw each tensor; ``cases`` and ``perf`` build correctness and performance cases;
-``validate`` runs the original on them in the worker; ``render`` writes the spec.
+    tritonforge testgen kernel.py [--test example.py] [--entry f] [--out kernel.toml]
+    tritonforge run kernel.py --spec kernel.toml
+
+What it does (``generate.generate``; ``api.generate_cases`` wraps it):
+
+1. ``trace``: runs the file's ``test_*`` functions (``pytest.mark.parametrize`` expanded), else its
+   ``__main__`` block, else a TritonBench-style test section, or a separate test file, once, in a
+   separate process with a timeout (the CPU interpreter and CPU shim when there is no GPU), and
+   records every call of the module's functions and every Triton launch under them;
+2. ``dims``: names the sizes the calls share (``n_elements == x.numel()``), and says which may
+   change (free), which a block size follows, which are tied to constexprs or kept;
+3. ``values``: learns how to re-draw each tensor (ranges that keep logs of positives positive,
+   indices in range, offsets sorted, outputs zeroed or poisoned as traced);
+4. ``cases`` and ``perf``: the traced calls re-drawn, odd shapes (not a power of two, a partial
+   last block, one), and performance sizes scaled until a call moves 64 MB (GPU: or runs 50 us
+   above the overhead floor), with the reason for every size in the spec's comments;
+5. ``validate``: the original runs every case in the worker; a case it fails on, or on which two
+   of its own runs disagree, is dropped with a note;
+6. ``render``: the spec file (``tasks.spec`` format) and a summary.
+
+``tritonbench`` runs it on TritonBench-G records with their performance scripts hidden.
 """
 
 from .model import (
