@@ -60,6 +60,38 @@ def _variant(c: Candidate, name: str) -> Variant:
     return Variant(name, c.source, c.hash)
 
 
+INTERPRETER_MAX_ELEMENTS = 1 << 16
+INTERPRETER_MAX_ROUNDS = 2
+INTERPRETER_MAX_CANDIDATES = 3
+
+
+def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
+    """On the CPU interpreter: GPU-sized performance cases would take hours there and their
+    timings mean nothing, so only small ones are kept (as correctness checks)."""
+    from ..model import SpecCall, TensorSpec
+
+    def elements(value: object) -> int:
+        if isinstance(value, TensorSpec):
+            n = 1
+            for d in value.shape:
+                n *= d
+            return n
+        if isinstance(value, tuple):
+            return sum(elements(v) for v in value)
+        return 0
+
+    kept, notes = [], []
+    for case in task.cases:
+        if case.role is CaseRole.CORRECTNESS:
+            kept.append(case)
+        elif isinstance(case.recipe, SpecCall) and elements(
+                (case.recipe.args, tuple(v for _, v in case.recipe.kwargs))) <= INTERPRETER_MAX_ELEMENTS:
+            kept.append(replace(case, role=CaseRole.CORRECTNESS))
+        else:
+            notes.append(f"case {case.id} skipped on the CPU interpreter (GPU-sized)")
+    return replace(task, cases=tuple(kept)), notes
+
+
 def restrict_to_runnable(task: Task, baseline: VariantResult) -> tuple[Task, list[str]]:
     """Drop the cases on which the original itself fails: they cannot judge a candidate."""
     bad = {f.case_id for f in baseline.case_failures}
@@ -156,14 +188,24 @@ class Optimizer:
         if self.store:
             self.store.put_task(self.task)
             self.store.put_candidate(self.task.name, original)
-        base = self.timer.evaluate(self.task, (_variant(original, "original"),), purpose="baseline",
+        task, notes = self.task, []
+        max_rounds = self.settings.max_rounds
+        if self.interpreted:
+            task, notes = interpreter_cases(task)
+            # accepting by correctness alone, more rounds only show the same loop again, slowly
+            max_rounds = min(max_rounds, INTERPRETER_MAX_ROUNDS)
+            self.per_round = min(self.per_round, INTERPRETER_MAX_CANDIDATES)
+            notes.append(f"CPU interpreter: at most {max_rounds} rounds of "
+                         f"{self.per_round} candidates, accepted by correctness only")
+        base = self.timer.evaluate(task, (_variant(original, "original"),), purpose="baseline",
                                    verify=False, time=True, keep_going=True).results[0]
         if base.failure is not None:
             return OptimizeResult(self.task.name, original, original, None, 0,
                                   f"the original fails: {base.failure.one_line()}",
                                   time.perf_counter() - start, 0)
-        task, notes = restrict_to_runnable(self.task, base)
-        if not task.performance_cases:
+        task, dropped = restrict_to_runnable(task, base)
+        notes += dropped
+        if not task.performance_cases and not self.interpreted:
             return OptimizeResult(task.name, original, original, None, 0,
                                   "the original runs on no performance case",
                                   time.perf_counter() - start, 0, notes=tuple(notes))
@@ -177,7 +219,7 @@ class Optimizer:
         ranked: list[tuple[float, int, Candidate]] = []   # (est. speedup over original, order, cand)
         factor = 1.0                         # the incumbent's speedup over the original
         stale, round_, stop = 0, 0, "max rounds reached"
-        for round_ in range(1, self.settings.max_rounds + 1):
+        for round_ in range(1, max_rounds + 1):
             if budget_s is not None and time.perf_counter() - start > budget_s:
                 stop = "time budget spent"
                 round_ -= 1
