@@ -79,3 +79,27 @@ def test_a_wrong_proposal_is_rejected_and_the_original_kept(task, tmp_path):
     assert result.best.hash == result.original.hash
     assert [h.status for h in result.history] == [Status.MISMATCH]
     assert result.final is None
+
+
+class MisconfiguredProposer(FixedProposer):
+    def propose(self, context):
+        from tritonforge.errors import ConfigError
+
+        raise ConfigError("llm_base_url is not a URL", hint="set llm_base_url")
+
+
+class BuggyProposer(FixedProposer):
+    def propose(self, context):
+        raise RuntimeError("a bug in a proposer")
+
+
+def test_a_misconfigured_proposer_stops_the_run_with_its_message(task, tmp_path):
+    from tritonforge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not a URL"):
+        _optimize(task, tmp_path, [MisconfiguredProposer("", "")])
+
+
+def test_a_buggy_proposer_does_not_end_the_run(task, tmp_path):
+    result, _ = _optimize(task, tmp_path, [BuggyProposer("", "")])
+    assert result.stop_reason == "no new candidates" and result.best.hash == result.original.hash

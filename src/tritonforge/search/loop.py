@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
+from ..errors import ConfigError, StoreError
 from ..model import (
     Candidate, CaseRole, Decision, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
     Status, Task, Variant, VariantResult,
@@ -230,6 +231,8 @@ class Optimizer:
             for p in self.proposers:
                 try:
                     cands += p.propose(replace(ctx, budget=self.per_round - len(cands)))
+                except (ConfigError, StoreError):
+                    raise      # a wrong model setting or a replay that does not match: tell the user
                 except Exception as exc:  # noqa: BLE001 - a proposer's bug must not end the run
                     log.warning("proposer %s failed: %s", p.name, exc)
                 if len(cands) >= self.per_round:
