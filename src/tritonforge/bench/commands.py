@@ -99,7 +99,7 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
 
 
 def _optimize(args: argparse.Namespace, settings) -> int:
-    from ..api import build_proposers
+    from ..api import build_proposers, record_llm_usage
     from ..search.loop import Optimizer, make_evaluators
     from ..tasks.tritonbench import load_records
     from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
@@ -125,9 +125,13 @@ def _optimize(args: argparse.Namespace, settings) -> int:
 
         def one(task, remaining):
             per_task = args.per_kernel if remaining is None else min(args.per_kernel, remaining - 20)
-            opt = Optimizer(task, settings, evaluators, build_proposers(settings, run_dir), store,
-                            _say, make_final_evaluator=fresh)
-            return opt.run(per_task)
+            proposers = build_proposers(settings, run_dir)
+            opt = Optimizer(task, settings, evaluators, proposers, store, _say,
+                            make_final_evaluator=fresh)
+            try:
+                return opt.run(per_task)
+            finally:
+                record_llm_usage(store, task.name, proposers)
 
         try:
             results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say)
