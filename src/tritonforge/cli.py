@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--set", action="append", default=[], metavar="SIZE=VALUE",
                     help="fix a size in the performance cases (names as printed), repeatable")
     tg.add_argument("--no-perf", action="store_true", help="correctness cases only")
+    tg.add_argument("--llm", action="store_true",
+                    help="ask the configured LLM for the cases instead of tracing the file's test "
+                         "(each case is still run on the original; see docs/LLM.md)")
     tg.add_argument("--no-validate", action="store_true",
                     help="do not run the original on the cases (not recommended)")
     tg.add_argument("--no-stability", action="store_true",
@@ -239,6 +242,9 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 def _cmd_testgen(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.llm:
+        return _cmd_testgen_llm(args)
+
     from .api import generate_cases
     from .testgen.generate import TestgenOptions
     from .testgen.render import summary
@@ -265,6 +271,34 @@ def _cmd_testgen(args: argparse.Namespace) -> int:
         if result.spec_text:
             print(f"next: tritonforge run {args.file} --spec {out}")
     return EXIT_OK if result.spec_text else EXIT_FAILED
+
+
+def _cmd_testgen_llm(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .llm.testgen_run import llm_generate_cases
+
+    settings = _settings(args)
+    if not (settings.llm_model or settings.llm_replay):
+        from .errors import ConfigError
+
+        raise ConfigError("--llm needs a model", hint="set TRITONFORGE_LLM_MODEL (docs/LLM.md)")
+    out = Path(args.out) if args.out else Path(args.file).with_suffix(".toml")
+    if out.exists() and not args.force:
+        from .errors import InputError
+
+        raise InputError(f"{out} exists", hint="use --force to overwrite, or --out PATH")
+    entries = tuple(e.strip() for e in args.entry.split(",")) if args.entry else ()
+    outcome = llm_generate_cases(args.file, settings, entries=entries, out=out)
+    if args.json:
+        print(json.dumps(to_jsonable(outcome), indent=1))
+    elif outcome.spec_text:
+        print(f"{len(outcome.kept)} case(s) kept, {len(outcome.dropped)} dropped; spec: {out}")
+        for d in outcome.dropped:
+            print(f"  dropped {d.case_id}: {d.reason}")
+    else:
+        print(f"no spec: {outcome.reason}", file=sys.stderr)
+    return EXIT_OK if outcome.spec_text else EXIT_FAILED
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
