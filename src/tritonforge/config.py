@@ -45,6 +45,7 @@ class Settings:
     patience: int = 2                 # rounds without gain before stopping
     min_speedup: float = 1.05
     max_case_regression: float = 0.05
+    profile: str = "auto"             # auto: Nsight Compute when there is a GPU; static: no ncu; off
     emit: str = "fixed"               # fixed: the best config written in; autotune: @triton.autotune over the best few
     llm_base_url: str = ""
     llm_model: str = ""
@@ -123,6 +124,8 @@ def load_settings(
         values[key] = raw
     coerced = {k: _coerce(k, v, getattr(base, k)) for k, v in values.items()}
     settings = base.replace(**coerced)
+    if settings.profile not in ("auto", "static", "off"):
+        raise ConfigError(f"profile must be auto, static or off, not {settings.profile!r}")
     if settings.emit not in ("fixed", "autotune"):
         raise ConfigError(f"emit must be fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):

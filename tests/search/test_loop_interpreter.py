@@ -103,3 +103,28 @@ def test_a_misconfigured_proposer_stops_the_run_with_its_message(task, tmp_path)
 def test_a_buggy_proposer_does_not_end_the_run(task, tmp_path):
     result, _ = _optimize(task, tmp_path, [BuggyProposer("", "")])
     assert result.stop_reason == "no new candidates" and result.best.hash == result.original.hash
+
+
+class RecordingProposer(FixedProposer):
+    def __init__(self):
+        super().__init__("", "")
+        self.contexts = []
+
+    def propose(self, context):
+        self.contexts.append(context)
+        return []
+
+
+def test_the_profile_diagnosis_reaches_the_proposers(task, tmp_path):
+    spy = RecordingProposer()
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120,
+                        run_dir=str(tmp_path / "run"))
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            result = Optimizer(task, settings, [ev], [spy], store).run()
+        finally:
+            ev.close()
+    diagnosis = spy.contexts[0].diagnosis
+    assert diagnosis is not None and "larger_blocks" in {h.kind for h in diagnosis.hints}
+    assert any(n.startswith("diagnosis (static-only)") for n in result.notes)

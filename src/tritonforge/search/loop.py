@@ -140,6 +140,7 @@ class Optimizer:
         self.per_round = candidates_per_round
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
+        self.profile = None
 
     # ------------------------------------------------------------------ steps
     def _verify_all(self, task: Task, original: Candidate, cands: list[Candidate],
@@ -215,6 +216,12 @@ class Optimizer:
         info = self.timer.worker.info
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,
                                 sm_count=info.sm_count if info else 0)
+        diagnosis = self._diagnose(original, search_ids, notes)
+        patience = self.settings.patience
+        if diagnosis is not None and diagnosis.near_roofline and not self.interpreted:
+            # little is left to gain: one round of the likeliest moves, then stop
+            patience = 1
+            notes.append("near the roofline: one round without gain ends the search")
         incumbent, history = original, []
         chain: list[Candidate] = []          # every accepted incumbent, oldest first
         ranked: list[tuple[float, int, Candidate]] = []   # (est. speedup over original, order, cand)
@@ -226,7 +233,8 @@ class Optimizer:
                 round_ -= 1
                 break
             ctx = ProposalContext(task, incumbent, round_, hardware, history=tuple(history),
-                                  budget=self.per_round)
+                                  budget=self.per_round, diagnosis=diagnosis,
+                                  profile=self.profile)
             cands: list[Candidate] = []
             for p in self.proposers:
                 try:
@@ -280,7 +288,7 @@ class Optimizer:
                 stale += 1
                 self.progress(f"{task.name} round {round_}: no candidate accepted "
                               f"({len(good)}/{len(cands)} verified)")
-                if stale >= self.settings.patience:
+                if stale >= patience:
                     stop = f"no gain for {stale} rounds"
                     break
         final, best_c = None, original
@@ -360,6 +368,36 @@ class Optimizer:
             self.progress(f"{task.name} round {ctx.round}: repair of {cand.description or cand.hash}"
                           f": {outcome.stop_reason} ({len(outcome.attempts)} attempt(s))")
         return fixed
+
+    def _diagnose(self, incumbent: Candidate, search_ids: tuple[str, ...], notes: list[str]):
+        """Profile the incumbent on the largest search case; the diagnosis steers the proposers.
+
+        Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise. A
+        profiling failure is a note, never the end of the run.
+        """
+        self.profile = None
+        if self.settings.profile == "off":
+            return None
+        from ..profile.session import ProfileOptions, profile_task
+
+        case = search_ids[0] if search_ids and not self.interpreted else None
+        use_ncu = self.settings.profile == "auto" and not self.interpreted
+        try:
+            outcome = profile_task(replace(self.task, source=incumbent.source),
+                                   self.settings.replace(run_dir=str(Path(self.settings.run_dir) / "profiles")),
+                                   ProfileOptions(case_id=case, use_ncu=use_ncu, ncu_timeout_s=120.0))
+        except Exception as exc:  # noqa: BLE001 - profiling is advice, not a requirement
+            notes.append(f"profiling failed, proposing without a diagnosis: {exc}")
+            return None
+        self.profile = outcome.profile
+        d = outcome.profile.diagnosis
+        if d is not None:
+            notes.append(f"diagnosis ({outcome.profile.source}): {d.bound.value}-bound, {d.bottleneck}; "
+                         "hints: " + ", ".join(h.kind for h in d.hints[:4]))
+            self.progress(f"{self.task.name}: {notes[-1]}")
+        if self.store:
+            self.store.put_profile(self.task.name, incumbent.hash, outcome.profile)
+        return d
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
                        best: Candidate, notes: list[str]) -> tuple[Decision | None, Candidate]:
