@@ -103,7 +103,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     from ..search.loop import Optimizer, make_evaluators
     from ..tasks.tritonbench import load_records
     from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
-    from .optimize import choose_subset, headline, run_suite
+    from .optimize import choose_subset, headline, held_back, run_suite
 
     names = _names(args)
     if not names:
@@ -145,9 +145,10 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         f = r.final
         rows.append((r.task, f"{f.speedup:.3f}x" if f and f.accepted else "1.000x",
                      f"{f.speedup_low:.3f}x" if f and f.accepted else "-",
-                     r.rounds, r.tried, f"{r.wall_s:.0f}s",
-                     (f.reason if f else r.stop_reason)[:70]))
-    print(render_table(("record", "speedup", "low", "rounds", "tried", "wall", "why"), rows))
+                     r.rounds, r.tried, f"{r.wall_s:.0f}s", held_back(r) or "success",
+                     (f.reason if f else r.stop_reason)[:60]))
+    print(render_table(("record", "speedup", "low", "rounds", "tried", "wall", "held back by",
+                        "last word"), rows))
     print("\n" + json.dumps(head, indent=1))
     print(f"{len(left)} records left for a later run")
     if args.out:

@@ -33,6 +33,34 @@ def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
     return chosen
 
 
+def held_back(result) -> str:
+    """Why a kernel did not reach 1.05x, in the issue's terms (roofline, no transform, verifier
+    rejection, noise), from what the loop recorded."""
+    from ..model import Status
+
+    final = result.final
+    if final is not None and final.accepted and final.speedup >= 1.05:
+        return ""
+    if result.stop_reason.startswith("the original"):
+        return "the original does not run"
+    if final is not None and final.accepted:
+        return f"accepted, but only {final.speedup:.3f}x"
+    if any("final check rejected" in n for n in result.notes):
+        return "the fresh-process final check rejected the search's best"
+    near = any("near the roofline" in n for n in result.notes)
+    if not result.history:
+        return "near the roofline" if near else "no transform applied"
+    ok = [h for h in result.history if h.status is Status.OK]
+    if not ok:
+        return "verifier rejection (every candidate wrong, or failed to compile/run)"
+    reasons = " ".join(h.reason for h in ok)
+    if near:
+        return "near the roofline"
+    if "within noise" in reasons and "slower" not in reasons:
+        return "noise: no candidate faster beyond the noise"
+    return "candidates verified but not faster"
+
+
 def headline(results: list) -> dict:
     """BENCHMARK.md's headline figures over OptimizeResults (failures count as 1.0x)."""
     speedups = []
