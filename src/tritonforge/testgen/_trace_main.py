@@ -333,7 +333,11 @@ def _drive(request: dict, module: Any, notes: list[str]) -> str:
     driver = request["driver"]
     if driver == "section":
         path = request["section_path"]
-        code = compile(open(path, encoding="utf-8").read(), path, "exec")
+        text = open(path, encoding="utf-8").read()
+        from tritonforge.testgen.trace import top_level_imports
+
+        exec(compile(top_level_imports(text), path, "exec"), module.__dict__)   # as in one file
+        code = compile(text, path, "exec")
         namespace = dict(module.__dict__)
         namespace["__file__"] = path
         exec(code, namespace)

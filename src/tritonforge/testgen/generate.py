@@ -24,7 +24,7 @@ from .dims import Template, build_templates, leaves, pin, symbol_values
 from .model import Dropped, GeneratedCase, Symbol, TestgenResult, Trace, TracedCall, TracedTensor
 from .perf import choose_perf_cases
 from .render import spec_text
-from .trace import failure_kind, trace_source
+from .trace import failure_kind, top_level_imports, trace_source
 from .validate import check_stable, run_original
 from .values import learn
 
@@ -291,6 +291,13 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
         _correctness(b, t, prefixes[t.id], options)
     notes += b.notes
     source = Path(module_path).read_text(encoding="utf-8")
+    if section_path is not None:
+        imports = top_level_imports(Path(section_path).read_text(encoding="utf-8"))
+        own = set(top_level_imports(source).splitlines())
+        missing = [line for line in imports.splitlines() if line not in own]
+        if missing:                      # the module used names only its test section imported
+            source = source.rstrip("\n") + "\n\n# imported by the test section\n" + "\n".join(missing) + "\n"
+            notes.append("added the test section's imports to the module: " + "; ".join(missing)[:200])
     task = Task(name=Path(module_path).stem, source=source, entries=entries,
                 cases=tuple(c.case for c in b.cases), origin=f"testgen:{module_path}",
                 source_path=str(Path(module_path).resolve()))

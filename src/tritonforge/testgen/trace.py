@@ -96,6 +96,22 @@ def trace_source(module_path: str | Path, *, section_path: str | Path | None = N
     return decode_trace(data, wall, tail)
 
 
+def top_level_imports(source: str) -> str:
+    """The ``import`` statements at the top level of ``source`` (a test section's), as code.
+
+    In a TritonBench file the kernel module and its test section are one module, so the
+    module's functions may use names only the section imports; tracing and validation add them
+    to the module, as the file itself does.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    return "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def _safe(text: str) -> str:
     return re.sub(r"\W", "_", text)[:40]
 
