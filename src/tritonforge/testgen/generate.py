@@ -240,7 +240,7 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
             notes.append(f"stability check skipped for {len(kept) - len(cheap)} case(s) that take "
                          f"over {options.stability_max_s:g} s a call in the interpreter")
         if cheap:
-            stable = check_stable(evaluator, task, tuple(cheap))
+            stable = check_stable(evaluator, task, tuple(cheap), deadline=deadline)
             dropped += stable.dropped
             notes += stable.notes
             kept = [c for c in kept if c not in {d.case_id for d in stable.dropped}]
