@@ -47,9 +47,12 @@ def write_outputs(result, out_dir: str | Path, file_name: str, device: str) -> d
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"best": out / file_name, "diff": out / f"{Path(file_name).stem}.diff",
-             "json": out / "report.json", "markdown": out / "report.md"}
+             "json": out / "report.json", "markdown": out / "report.md", "html": out / "report.html"}
     paths["best"].write_text(result.best.source)
     paths["diff"].write_text(unified_diff(result.original.source, result.best.source, file_name))
     paths["json"].write_text(json.dumps(to_jsonable(result), indent=1))
     paths["markdown"].write_text(markdown(result, device))
+    from .html import render_html
+
+    paths["html"].write_text(render_html(result, device, file_name))
     return paths
