@@ -139,3 +139,21 @@ def test_a_tritonbench_style_file_is_traced_by_its_test_section(tmp_path):
     assert result.trace.driver == "section" and result.entries == ("sin_triton",)
     assert [c.case.recipe.args[0].shape for c in result.cases][:2] == [(70,), (106,)]
     assert parse_spec((tmp_path / "tb_sin.toml").read_text()).entry == "sin_triton"
+
+
+def test_offsets_and_permutations_stay_valid(tmp_path):
+    from tritonforge.testgen.values import values_supported
+
+    result = generate(HERE / "sample_segments.py", settings(tmp_path), tmp_path,
+                      options=TestgenOptions(stability=False, perf=False))
+    assert not result.dropped and len(result.correctness) >= 2
+    for c in result.cases:
+        x, offsets, perm = c.case.recipe.args
+        if values_supported():
+            data = offsets.values
+            assert data[0] == 0 and list(data) == sorted(data)
+            assert len(data) == 1 or data[-1] == x.shape[0]       # segments cover the rows
+            assert sorted(perm.values) == list(range(x.shape[0]))
+        else:                    # the worker cannot take literal data: identity, still valid
+            assert offsets.init == "arange" and offsets.shape[0] - 1 <= x.shape[0]
+            assert perm.init == "arange" and perm.shape == (x.shape[0],)

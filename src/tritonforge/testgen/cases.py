@@ -90,7 +90,10 @@ def materialize(template: Template, call: TracedCall, values: dict[str, int],
                 sym = next((n for n, v in symbol_values(template, call).items()
                             if v == learned.offsets_total), None)
                 total = values.get(sym, learned.offsets_total) if sym else learned.offsets_total
-                spec, note = offsets_spec(spec, total)
+                try:
+                    spec, note = offsets_spec(spec, total)
+                except ValueError as exc:
+                    raise Unrepresentable(f"{template.leaf_name(path)}: {exc}") from None
                 learned = replace(learned, note=note + (f" (total follows {sym})" if sym else ""))
             if learned.keeps_values:
                 kept.append(template.leaf_name(path))

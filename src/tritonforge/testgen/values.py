@@ -71,6 +71,9 @@ def offsets_spec(base: TensorSpec, total: int) -> tuple[TensorSpec, str]:
     if values_supported():
         return (TensorSpec(**{**_fields(base), "init": "values", "values": offsets_values(n, total)}),
                 f"offsets 0..{total} in {max(n - 1, 0)} equal segments")
+    if n - 1 > total:
+        raise ValueError(f"{n} offsets cannot end at {total} when drawn as arange "
+                         "(the worker cannot take literal data)")
     return (TensorSpec(**{**_fields(base), "init": "arange"}),
             "offsets drawn as arange (segments of length 1): the worker cannot take literal data")
 
