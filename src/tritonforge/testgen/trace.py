@@ -212,6 +212,7 @@ def failure_kind(trace: Trace) -> str | None:
     if trace.timed_out:
         return "timeout"
     text = f"{trace.error}\n{trace.error_detail}"
-    if trace.device == "cpu" and (trace.died or any(s in text for s in INTERPRETER_SIGNS)):
+    if trace.device == "cpu" and (trace.died or any(s in text for s in INTERPRETER_SIGNS)
+                                  or "cuda" in text.lower()):
         return "interpreter_limitation"      # includes the interpreter crashing the process
     return "test_fails"
