@@ -44,8 +44,10 @@ class TestgenOptions:
     fixed: tuple[tuple[str, int], ...] = ()  # sizes the user fixes for performance cases
     perf: bool = True
     seeds: int = 3
-    max_traced: int = 8                      # traced calls kept per template
-    max_odd: int = 10                        # odd-shape cases per template
+    max_traced: int = 8                      # traced calls kept per template ...
+    max_odd: int = 10                        # odd-shape cases per template ...
+    max_traced_total: int = 24               # ... and over all templates (many dtypes or flags)
+    max_odd_total: int = 40
     validate: bool = True
     stability: bool = True                   # verify the original against itself
     stability_max_s: float = 3.0             # CPU: skip it for cases whose one call takes longer
@@ -287,8 +289,10 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
     templates = [_pin_kept(t) for t in build_templates(tuple(calls), params)]
     prefixes = {t.id: ("" if len(templates) == 1 else f"t{i + 1}-") for i, t in enumerate(templates)}
     b = _Builder(options.seeds, trace)
+    share = replace(options, max_traced=min(options.max_traced, max(1, options.max_traced_total // len(templates))),
+                    max_odd=min(options.max_odd, max(2, options.max_odd_total // len(templates))))
     for t in templates:
-        _correctness(b, t, prefixes[t.id], options)
+        _correctness(b, t, prefixes[t.id], share)
     notes += b.notes
     source = Path(module_path).read_text(encoding="utf-8")
     if section_path is not None:
