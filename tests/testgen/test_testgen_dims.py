@@ -180,3 +180,15 @@ def test_an_unwritable_default_is_left_out_and_later_arguments_go_by_name():
     other = TracedCall("f", 0, None, (t(8), TracedValue("dtype", "bfloat16"), i(3)), (), n_launches=1)
     with pytest.raises(Unrepresentable, match="dtype"):
         materialize(one([other], ("x", "dtype", "k")), other, {}, ps)
+
+
+def test_offsets_follow_the_total_and_bytes_count_every_tensor():
+    offs = t(3, dtype="int32", min=0, max=12, integral=True, unique=3, sorted=True, values=(0, 5, 12))
+    c = call("seg", [t(12, 64), offs])
+    tpl = one([c], ("x", "offsets"))
+    built = materialize(tpl, c, {"x.0": 100}, params("x", "offsets"))
+    x, o = built.call.args
+    assert x.shape == (100, 64) and built.bytes == 100 * 64 * 4 + 3 * 4
+    assert o.init in ("values", "arange")
+    if o.init == "values":
+        assert o.values == (0, 50, 100)

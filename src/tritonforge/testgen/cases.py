@@ -89,9 +89,9 @@ def materialize(template: Template, call: TracedCall, values: dict[str, int],
             if learned.offsets_total is not None:
                 sym = next((n for n, v in symbol_values(template, call).items()
                             if v == learned.offsets_total), None)
-                total = values.get(sym, learned.offsets_total) if sym else learned.offsets_total
+                end = values.get(sym, learned.offsets_total) if sym else learned.offsets_total
                 try:
-                    spec, note = offsets_spec(spec, total)
+                    spec, note = offsets_spec(spec, end)
                 except ValueError as exc:
                     raise Unrepresentable(f"{template.leaf_name(path)}: {exc}") from None
                 learned = replace(learned, note=note + (f" (total follows {sym})" if sym else ""))
