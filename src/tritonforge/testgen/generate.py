@@ -188,7 +188,8 @@ def _probed_tied(template: Template) -> list[Symbol]:
 def _to_probe(templates: list[Template], gone: set[str], cases: list[GeneratedCase],
               prefixes: dict[str, str]) -> list[tuple[Template, Symbol]]:
     """Sizes to try at twice their value: free ones whose every odd variant the original
-    refused, and tied ones of templates where nothing is free."""
+    refused (``gone``: failed on, not merely timed out or left unrun), and tied ones of templates
+    where nothing is free."""
     out = []
     for t in templates:
         p = prefixes[t.id]
@@ -198,6 +199,14 @@ def _to_probe(templates: list[Template], gone: set[str], cases: list[GeneratedCa
             if s in tied or (tried and all(cid in gone for cid in tried)):
                 out.append((t, s))
     return out
+
+
+def validation_order(cases: list[GeneratedCase], interpreted: bool) -> tuple[str, ...]:
+    """Case ids in the order to validate them: on the interpreter the cheapest first (estimated
+    from the traced call's time and the case's bytes), so that a time budget that runs out costs
+    the slowest cases, not the quick odd shapes behind a slow traced one; elsewhere as built."""
+    ordered = sorted(cases, key=lambda c: (c.est_s, c.bytes)) if interpreted else cases
+    return tuple(c.case.id for c in ordered)
 
 
 def _set_kinds(templates: list[Template], kinds: dict[tuple[str, str], tuple[str, str]]) -> list[Template]:
@@ -216,9 +225,9 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
     doubling, never odd); a refused free size becomes ``rejected``; a tied one stays tied.
     """
     deadline = time.monotonic() + options.budget_s if options.budget_s else None
-    ran = run_original(evaluator, task, tuple(c.case.id for c in b.cases), deadline=deadline)
+    ran = run_original(evaluator, task, validation_order(b.cases, interpreted), deadline=deadline)
     dropped, notes, kept = list(ran.dropped), list(ran.notes), list(ran.kept)
-    to_probe = _to_probe(templates, {d.case_id for d in dropped}, b.cases, prefixes)
+    to_probe = _to_probe(templates, {d.case_id for d in dropped if d.refused}, b.cases, prefixes)
     probes: dict[tuple[str, str], str] = {}
     for t, sym in to_probe:
         rep = min(t.calls, key=lambda c: call_bytes(t, c, symbol_values(t, c)))
@@ -247,11 +256,18 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
             notes += stable.notes
             kept = [c for c in kept if c not in {d.case_id for d in stable.dropped}]
     kinds: dict[tuple[str, str], tuple[str, str]] = {}
+    refused = {d.case_id for d in dropped if d.refused}
     for t, sym in to_probe:
-        if probes.get((t.id, sym.name)) in kept:
+        probe = probes.get((t.id, sym.name))
+        if probe in kept:
             why = ("equals a constexpr in the test, but the original took twice the size"
                    if sym.kind == "tied" else "the original refused every odd value but took the double")
             kinds[(t.id, sym.name)] = ("aligned", why + ": scaled by doubling only")
+        elif sym.kind != "tied" and probe is not None and probe not in refused:
+            kinds[(t.id, sym.name)] = ("rejected", "the original refused every odd value; its double "
+                                       "was not checked (time limit)")
+            notes.append(f"{t.function}: {sym.name} is not scaled: the original refused every odd "
+                         f"value and its double was not checked in time")
         elif sym.kind != "tied":
             kinds[(t.id, sym.name)] = ("rejected", "the original failed on every other size tried")
             notes.append(f"{t.function}: {sym.name} is not scaled: the original failed on every "

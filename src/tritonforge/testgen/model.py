@@ -159,8 +159,21 @@ class GeneratedCase:
 
 @dataclass(frozen=True)
 class Dropped:
+    """A generated case the original did not pass, and why.
+
+    ``kind``: ``failed`` (the original raised, crashed or mismatched on it: it refuses the case),
+    ``timeout`` (it ran out of time: too slow here, not refused) or ``not_run`` (a time budget or
+    the worker's deaths stopped validation before it). Only ``failed`` says anything about which
+    sizes the original accepts.
+    """
+
     case_id: str
     reason: str
+    kind: str = "failed"
+
+    @property
+    def refused(self) -> bool:
+        return self.kind == "failed"
 
 
 @dataclass(frozen=True)

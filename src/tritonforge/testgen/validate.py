@@ -62,7 +62,7 @@ def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
             stop = "not run: the validation time budget ran out"
         if stop:
             rest = case_ids[n:]
-            dropped += [Dropped(c, stop) for c in rest]
+            dropped += [Dropped(c, stop, "not_run") for c in rest]
             notes.append(f"{len(rest)} case(s) {stop}")
             break
         evaluation = evaluator.evaluate(task, (original_variant(task),), purpose="testgen",
@@ -71,7 +71,8 @@ def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
         result = evaluation.results[0]
         failure = next((f for f in result.case_failures if f.case_id == case_id), None) or result.failure
         if failure is not None:
-            dropped.append(Dropped(case_id, _reason(failure.status, failure.reason)))
+            dropped.append(Dropped(case_id, _reason(failure.status, failure.reason),
+                                   "timeout" if failure.status is Status.TIMEOUT else "failed"))
             deaths += failure.status in (Status.CRASH, Status.TIMEOUT, Status.OOM)
             continue
         kept.append(case_id)
