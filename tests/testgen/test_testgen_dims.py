@@ -192,3 +192,33 @@ def test_offsets_follow_the_total_and_bytes_count_every_tensor():
     assert o.init in ("values", "arange")
     if o.init == "values":
         assert o.values == (0, 50, 100)
+
+
+def test_ladder_skips_sizes_a_spec_cannot_express(monkeypatch):
+    # offsets whose length follows the rows (2) and whose total (10) follows another size: without
+    # literal data they are drawn as arange, which cannot end at 10 with more than 11 entries
+    import tritonforge.testgen.values as values
+
+    monkeypatch.setattr(values, "values_supported", lambda: False)
+    offs = t(2, dtype="int32", min=0, max=10, integral=True, unique=2, sorted=True, values=(0, 10))
+    tokens = t(10, dtype="int32", min=0, max=49, integral=True, unique=10)
+    c = call("penalty", [t(2, 50), offs, tokens])
+    names = ("logits", "offsets", "tokens")
+    tpl = one([c], names)
+    long = {**symbol_values(tpl, c), "logits.0": 16}
+    assert values.learn(offs, (16,)).offsets_total == 10           # learning does not raise
+    with pytest.raises(Unrepresentable, match="cannot end at 10"):
+        materialize(tpl, c, long, params(*names))
+
+    def valid(v):
+        try:
+            materialize(tpl, c, v, params(*names))
+        except Unrepresentable:
+            return False
+        return True
+
+    assert not all(valid(dict(r.values)) for r in perf_ladder(tpl, c, target_bytes=1 << 22))
+    ladder = perf_ladder(tpl, c, target_bytes=1 << 22, valid=valid)
+    assert all(valid(dict(r.values)) for r in ladder)
+    assert ladder[-1].bytes >= 0.9 * (1 << 22)                      # another size grew instead
+    assert dict(ladder[-1].values)["logits.0"] <= 11

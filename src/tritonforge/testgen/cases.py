@@ -10,6 +10,7 @@ cannot express (a ``torch.dtype`` that is not the default, a module object) make
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from ..model import Case, CaseRole, SpecCall, TensorSpec
 from .dims import Atom, Template, leaves, size_of, symbol_values
@@ -224,13 +225,15 @@ class Rung:
 def perf_ladder(template: Template, call: TracedCall, *, target_bytes: int,
                 fixed: dict[str, int] | None = None, extra_steps: int = 4,
                 max_bytes: int = 4 << 30, block_cap: int = 16384, max_steps: int = 48,
-                slack: float = 0.9) -> list[Rung]:
+                slack: float = 0.9, valid: Callable[[dict[str, int]], bool] | None = None) -> list[Rung]:
     """Double the sizes that scale until a call moves ``target_bytes``, then ``extra_steps`` more.
 
     Free symbols go first (the smallest doubled each step, keeping shapes balanced); symbols a
     block size follows only when no free one is left, and never past ``block_cap``. A symbol
     whose doubling barely grows the bytes (< 1.3x) is not used. ``fixed`` sizes are kept. A rung
-    within ``slack`` of the target counts as reaching it ("about 64 MB").
+    within ``slack`` of the target counts as reaching it ("about 64 MB"). ``valid``: whether a
+    spec can express the call at those sizes (offsets whose length and total follow different
+    sizes may not be); a doubling it refuses is not taken, so another size grows instead.
     """
     fixed = dict(fixed or {})
     values = {**symbol_values(template, call), **fixed}
@@ -254,6 +257,8 @@ def perf_ladder(template: Template, call: TracedCall, *, target_bytes: int,
                 grown = call_bytes(template, call, trial)
                 if grown >= 1.3 * max(current, 1) and grown <= max_bytes:
                     options.append((tier, values[name], name, trial, grown))
+            if valid is not None:
+                options = [o for o in options if valid(o[3])]
             if options:
                 break
         if not options:

@@ -75,10 +75,19 @@ def choose_perf_cases(templates: list[Template], entries: tuple[str, ...], build
         template = max(mine, key=biggest)
         call = max(template.calls, key=lambda c: call_bytes(template, c, symbol_values(template, c)))
         fixed = {k: v for k, v in fixed_all.items() if k in {s.name for s in template.symbols}}
-        ladder = perf_ladder(template, call, target_bytes=options.perf_bytes, fixed=fixed)
+        params = builder.trace.signature(entry)
+
+        def representable(values: dict[str, int], template=template, call=call, params=params) -> bool:
+            try:
+                materialize(template, call, values, params)
+            except Unrepresentable:
+                return False
+            return True
+
+        ladder = perf_ladder(template, call, target_bytes=options.perf_bytes, fixed=fixed,
+                             valid=representable)
         traced = symbol_values(template, call)
         prefix = "" if len(entries) == 1 else f"{entry}-"
-        params = builder.trace.signature(entry)
 
         def build(case_id: str, values: dict[str, int], note: str) -> GeneratedCase | None:
             try:

@@ -166,8 +166,12 @@ def _learn_int(t: TracedTensor, shape: tuple[int, ...], same_shape: bool, base: 
         return Learned(TensorSpec(init="arange", **base), "arange (identity permutation), as traced")
     if (s.sorted and s.values is not None and len(shape) == 1 and s.numel >= 2
             and s.values[0] == 0 and s.values[-1] > 0):
-        spec, note = offsets_spec(TensorSpec(**base), int(s.values[-1]))
-        return Learned(spec, note, offsets_total=int(s.values[-1]))
+        total = int(s.values[-1])
+        try:
+            spec, note = offsets_spec(TensorSpec(**base), total)
+        except ValueError as exc:       # not at this shape: the caller rebuilds it for its sizes
+            spec, note = TensorSpec(init="arange", **base), f"offsets: {exc}"
+        return Learned(spec, note, offsets_total=total)
     if s.permutation:
         if same_shape and small and can_keep:
             return Learned(TensorSpec(init="values", values=tuple(s.values), **base),
