@@ -150,7 +150,7 @@ def gpu_compare(o: RecordOutcome, record, harness: str, evaluator: Evaluator) ->
     r = o.result
     data: dict = {}
     if r is not None and r.performance:
-        gen_task = Task(name=o.name, source=Path(o.module_path).read_text(), entries=r.entries,
+        gen_task = Task(name=o.name, source=o.source or Path(o.module_path).read_text(), entries=r.entries,
                         cases=tuple(c.case for c in r.performance), origin="testgen")
         data["generated_us"] = time_cases(evaluator, gen_task, tuple(c.case.id for c in r.performance))
     count = count_perf_inputs([record]).get(record.name)

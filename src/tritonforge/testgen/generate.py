@@ -275,6 +275,21 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
     return kept, dropped, notes, _set_kinds(templates, kinds)
 
 
+def module_source(module_path: str | Path, section_path: str | Path | None = None) -> tuple[str, list[str]]:
+    """The source the generated cases run on, and the imports added to it: the module, plus the
+    top-level imports of its test section that it lacks (in a one-file original the module's
+    functions may use names only the test section imports). Time or check the cases on this."""
+    source = Path(module_path).read_text(encoding="utf-8")
+    if section_path is None:
+        return source, []
+    imports = top_level_imports(Path(section_path).read_text(encoding="utf-8"))
+    own = set(top_level_imports(source).splitlines())
+    missing = [line for line in imports.splitlines() if line not in own]
+    if missing:
+        source = source.rstrip("\n") + "\n\n# imported by the test section\n" + "\n".join(missing) + "\n"
+    return source, missing
+
+
 def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, *,
              options: TestgenOptions = TestgenOptions(), section_path: str | Path | None = None,
              device: str | None = None) -> TestgenResult:
@@ -310,14 +325,9 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
     for t in templates:
         _correctness(b, t, prefixes[t.id], share)
     notes += b.notes
-    source = Path(module_path).read_text(encoding="utf-8")
-    if section_path is not None:
-        imports = top_level_imports(Path(section_path).read_text(encoding="utf-8"))
-        own = set(top_level_imports(source).splitlines())
-        missing = [line for line in imports.splitlines() if line not in own]
-        if missing:                      # the module used names only its test section imported
-            source = source.rstrip("\n") + "\n\n# imported by the test section\n" + "\n".join(missing) + "\n"
-            notes.append("added the test section's imports to the module: " + "; ".join(missing)[:200])
+    source, missing = module_source(module_path, section_path)
+    if missing:
+        notes.append("added the test section's imports to the module: " + "; ".join(missing)[:200])
     task = Task(name=Path(module_path).stem, source=source, entries=entries,
                 cases=tuple(c.case for c in b.cases), origin=f"testgen:{module_path}",
                 source_path=str(Path(module_path).resolve()))

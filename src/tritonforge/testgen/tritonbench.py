@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..tasks.tritonbench import Record, entries_of, split_source
-from .generate import TestgenOptions, generate
+from .generate import TestgenOptions, generate, module_source
 from .model import TestgenResult
 from .trace import INTERPRETER_SIGNS
 
@@ -27,6 +27,7 @@ class RecordOutcome:
     perf_entries: tuple[str, ...]      # what the hidden perf script calls (for comparison only)
     detail: str = ""
     module_path: str = ""
+    source: str = ""             # what the cases were validated on (module + the section's imports)
 
 
 def record_status(result: TestgenResult) -> str:
@@ -60,5 +61,6 @@ def generate_for_record(record: Record, settings: Settings, work_dir: str | Path
         return RecordOutcome(record.name, "error", None, entries_of(record),
                              f"{type(exc).__name__}: {exc}", str(module_path))
     detail = result.trace.error or ""
+    source = module_source(module_path, section_path if section.strip() else None)[0]
     return RecordOutcome(record.name, record_status(result), result, entries_of(record), detail,
-                         str(module_path))
+                         str(module_path), source)
