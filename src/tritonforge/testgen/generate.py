@@ -94,6 +94,48 @@ def select_entries(trace: Trace, wanted: tuple[str, ...]) -> tuple[tuple[str, ..
     return entries, calls, notes
 
 
+def expressible(call: TracedCall, params: tuple) -> bool:
+    """Whether a spec can write ``call`` down (no module object, no unknown dtype, ...)."""
+    names = {call.function: tuple(p.name for p in params)}
+    try:
+        (template,) = build_templates((call,), names)
+        materialize(template, call, symbol_values(template, call), params)
+    except Unrepresentable:
+        return False
+    return True
+
+
+def descend_inexpressible(trace: Trace, entries: tuple[str, ...], calls: list[TracedCall]
+                          ) -> tuple[tuple[str, ...], list[TracedCall], list[str]]:
+    """Entries no call of which a spec can express (one takes a module object, say) are
+    replaced by the watched calls they make that launch kernels (an autograd Function, an inner
+    wrapper), down to three levels; an entry with nothing usable below it is kept as it is."""
+    notes: list[str] = []
+    for _ in range(3):
+        bad = [e for e in entries
+               if not any(expressible(c, trace.signature(e)) for c in calls if c.function == e)]
+        if not bad:
+            break
+        changed = False
+        for entry in bad:
+            mine = {c.index for c in calls if c.function == entry}
+            children = [c for c in trace.calls if c.parent in mine and c.error is None and c.n_launches > 0]
+            if not children:
+                continue
+            calls = [c for c in calls if c.function != entry] + children
+            inner = sorted({c.function for c in children})
+            notes.append(f"{entry}: a spec cannot express its arguments; cases call what it calls "
+                         f"instead: {', '.join(inner)}")
+            changed = True
+        if not changed:
+            break
+        counts: dict[str, int] = {}
+        for c in calls:
+            counts[c.function] = counts.get(c.function, 0) + c.repeats
+        entries = tuple(sorted(counts, key=lambda f: -counts[f]))
+    return entries, calls, notes
+
+
 def _pin_kept(template: Template) -> Template:
     """Pin the sizes an index tensor kept as data depends on (its dims, its largest value)."""
     names: set[str] = set()
@@ -307,6 +349,9 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
     stamps["trace_s"] = time.perf_counter() - t0
     kind = failure_kind(trace)
     entries, calls, notes = select_entries(trace, options.entries)
+    if not options.entries:
+        entries, calls, more = descend_inexpressible(trace, entries, calls)
+        notes += more
     if not trace.ok:
         notes.insert(0, f"the test did not run to its end ({kind}): {trace.error}")
     if not calls:
