@@ -24,6 +24,8 @@ class Status(str, enum.Enum):
     MISMATCH = "mismatch"                 # ran, but computed something else than the original
     CHEAT = "cheat"                       # ran and may match, but broke a rule (no launches, ...)
     SKIPPED = "skipped"                   # not evaluated: another variant killed the worker first
+    PRUNED = "pruned"                     # not evaluated: a config over the device's shared memory
+                                          # or registers, dropped before compiling (search.prune)
 
     @property
     def is_failure(self) -> bool:

@@ -46,6 +46,7 @@ class HardwareInfo:
     peak_bw_gbs: float | None = None
     peak_tflops: float | None = None
     sm_count: int = 0
+    capability: str = ""        # "9.0" (DeviceInfo.capability); "" unknown: the search assumes sm_90
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ With ``emit = "autotune"`` the best few verified configurations found by the sea
 num_warps, num_stages at each launch) become the config list of an ``@triton.autotune`` on the
 ORIGINAL source, keyed on the kernel's size arguments, so that the file adapts to sizes the search
 never timed. The autotuned file is a candidate like any other: the final check verifies and times
-it against the original before it is kept.
+it against the original before it is kept. Configs the resource estimate puts over the device's
+shared memory or registers (``search.prune``) are left out of the list.
 """
 
 from __future__ import annotations
@@ -27,12 +28,18 @@ def _configs_by_kernel(source: str) -> dict[str, tuple[tuple[tuple[str, int], ..
     return out
 
 
-def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs: int = 6) -> Candidate | None:
+def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs: int = 6,
+                       limits=None, nbytes: tuple[int, int] | None = None) -> Candidate | None:
     """@triton.autotune on ``original`` over the configs of ``ranked`` (best first), or None when
-    fewer than two distinct configs exist or the transform does not apply (the reason is logged)."""
+    fewer than two distinct configs exist or the transform does not apply (the reason is logged).
+    ``limits`` (a ``profile.limits.DeviceLimits``, default sm_90's) and ``nbytes`` (element sizes,
+    default unknown) decide which configs cannot fit and are left out."""
     from ..errors import TransformError
     from ..transforms import get
     from ..transforms.configs import ConfigSpec
+    from .prune import UNKNOWN_BYTES, limits_for_hardware, prune_specs
+
+    limits = limits or limits_for_hardware(None)
 
     per_kernel: dict[str, list[ConfigSpec]] = {}
     names: dict[str, tuple[str, ...]] = {}
@@ -49,6 +56,11 @@ def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs
         fallback = ConfigSpec(blocks, warps, stages)
         if len(specs) == 1 and fallback not in specs and tuple(n for n, _ in blocks) == names.get(kernel):
             specs.append(fallback)   # keep the original as the fallback
+    for kernel, specs in per_kernel.items():
+        kept, dropped = prune_specs(original.source, kernel, specs, limits, nbytes or UNKNOWN_BYTES)
+        for d in dropped:
+            log.info("autotune output for %s leaves out %s", kernel, d)
+        per_kernel[kernel] = kept
     source = original.source
     transform = get("autotune")
     changed = False

@@ -215,7 +215,8 @@ class Optimizer:
         verify_ids = search_verification_cases(task, base)
         info = self.timer.worker.info
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,
-                                sm_count=info.sm_count if info else 0)
+                                sm_count=info.sm_count if info else 0,
+                                capability=getattr(info, "capability", "") if info else "")
         diagnosis = self._diagnose(original, search_ids, notes)
         patience = self.settings.patience
         if diagnosis is not None and diagnosis.near_roofline and not self.interpreted:
@@ -245,6 +246,7 @@ class Optimizer:
                     log.warning("proposer %s failed: %s", p.name, exc)
                 if len(cands) >= self.per_round:
                     break
+            cands = self._prune(task, incumbent, cands, hardware, history, notes)
             if not cands:
                 stop = "no new candidates"
                 round_ -= 1
@@ -303,6 +305,28 @@ class Optimizer:
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes))
+
+    def _prune(self, task: Task, incumbent: Candidate, cands: list[Candidate], hardware: HardwareInfo,
+               history: list[HistoryEntry], notes: list[str]) -> list[Candidate]:
+        """Drop candidates with a config over the device's shared memory or registers
+        (``search.prune``), the proposers' own drops included; each goes into ``history``."""
+        from .prune import limits_for_hardware, prune_candidates, task_element_bytes
+
+        pruned = []
+        for p in self.proposers:
+            take = getattr(p, "take_pruned", None)
+            if callable(take):
+                pruned += take()
+        try:
+            cands, more = prune_candidates(cands, incumbent.source, limits_for_hardware(hardware),
+                                           task_element_bytes(task))
+            pruned += more
+        except Exception as exc:  # noqa: BLE001 - the estimate is advice: never lose candidates to it
+            log.warning("resource pruning failed, verifying every candidate: %s", exc)
+        for p in pruned:
+            history.append(p.history_entry())
+            notes.append(f"pruned {p.description or p.candidate}: {p.reason[:200]}")
+        return cands
 
     def _repair_failed(self, task: Task, original: Candidate, cands: list[Candidate],
                        verified: dict[str, VariantResult], case_ids: tuple[str, ...],
@@ -403,9 +427,10 @@ class Optimizer:
                        best: Candidate, notes: list[str]) -> tuple[Decision | None, Candidate]:
         """Offer @triton.autotune over the best configs; keep it if it holds up as well."""
         from .emit import autotune_candidate
+        from .prune import task_element_bytes
 
         top = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
-        auto = autotune_candidate(original, top[:5])
+        auto = autotune_candidate(original, top[:5], nbytes=task_element_bytes(task))
         if auto is None:
             notes.append("autotune output not possible here (fewer than two configs, or the "
                          "transform does not apply): the best fixed config is written")

@@ -5,6 +5,10 @@ can make (block sizes up and down, num_warps, num_stages, pipelining, hints, swi
 grid), scores each move by what the diagnosis says and by what is static common sense (a 1-D
 block of 4 elements wastes a GPU), and returns the best few that are new. The loop's rounds make
 this a greedy coordinate search: round 1 moves the block size, round 2 tunes warps from there.
+
+Configs over the device's shared memory or registers (``search.prune``) are never returned: such
+a candidate is dropped before any compile, its slot goes to the next move, and the drop waits in
+``take_pruned()`` for the loop to record; widened autotune config lists leave such configs out.
 """
 
 from __future__ import annotations
@@ -108,8 +112,30 @@ class RuleProposer:
 
     name = "rules"
 
-    def __init__(self, max_site_moves: int = 64):
+    def __init__(self, max_site_moves: int = 64, prune: bool = True):
         self.max_site_moves = max_site_moves
+        self.prune = prune
+        self._pruned: list = []
+
+    def take_pruned(self) -> list:
+        """The ``search.prune.Pruned`` records of the candidates dropped since the last call."""
+        out, self._pruned = self._pruned, []
+        return out
+
+    def _widen_configs(self, analysis, kernel: str, source: str, limits, nbytes) -> list | None:
+        """Launch-option neighbours of ``kernel``'s autotune configs that may fit the device
+        (None: let the transform choose; [] : none fits)."""
+        from ..transforms.autotune_widen import existing_specs
+        from ..transforms.configs import widen
+        from .prune import prune_specs
+
+        specs = existing_specs(analysis.kernel(kernel))
+        if isinstance(specs, str):
+            return None
+        kept, dropped = prune_specs(source, kernel, widen(specs, 16), limits, nbytes)
+        for d in dropped:
+            log.info("autotune config of %s left out: %s", kernel, d)
+        return kept[:8]
 
     def moves(self, source: str, diagnosis: Diagnosis | None) -> list[Move]:
         from ..analyze import analyze_source
@@ -134,9 +160,14 @@ class RuleProposer:
         from ..errors import TransformError
         from ..transforms import get
 
+        from .prune import over_keys, check_source, limits_for_hardware, prune_candidate, task_element_bytes
+
         source = context.incumbent.source
         analysis = analyze_source(source)
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
+        limits = limits_for_hardware(context.hardware)
+        nbytes = task_element_bytes(context.task)
+        parent_over = over_keys(check_source(source, limits, nbytes)) if self.prune else set()
         out: list[Candidate] = []
         per_knob: dict[tuple[str, str], int] = {}
         for move in self.moves(source, context.diagnosis):
@@ -147,6 +178,12 @@ class RuleProposer:
                 continue    # keep a round diverse: not only one knob's values
             transform = get(move.transform)
             params = dict(move.params)
+            if self.prune and move.transform == "autotune_widen":
+                configs = self._widen_configs(analysis, params["kernel"], source, limits, nbytes)
+                if configs == []:
+                    continue
+                if configs is not None:
+                    params["configs"] = configs
             if not transform.applies(analysis, **params):
                 continue
             try:
@@ -158,6 +195,12 @@ class RuleProposer:
             if new == source or cand.hash in tried:
                 continue
             tried.add(cand.hash)
+            pruned = prune_candidate(cand, source, limits, nbytes, parent_over_keys=parent_over) \
+                if self.prune else None
+            if pruned is not None:
+                log.info("pruned %s: %s", move.description, pruned.reason)
+                self._pruned.append(pruned)
+                continue
             per_knob[knob] = per_knob.get(knob, 0) + 1
             out.append(cand)
         return out
