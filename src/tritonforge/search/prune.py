@@ -154,7 +154,11 @@ def _check(tree: ast.Module, kernel: str, site: int | None, constexprs: dict[str
            warps: int | None, stages: int | None, limits: DeviceLimits,
            nbytes: Bytes) -> ConfigCheck | None:
     w, s = warps or 4, stages or 3
-    e = estimate(tree, kernel, constexprs, w, s, default_bytes=nbytes)
+    try:
+        e = estimate(tree, kernel, constexprs, w, s, default_bytes=nbytes)
+    except Exception as exc:  # noqa: BLE001 - an estimate that trips on odd code must not cost the candidate
+        log.debug("no resource estimate for %s: %s: %s", kernel, type(exc).__name__, exc)
+        return None
     if e is None:
         return None
     fit, over, maybe = check_estimate(e, limits)
