@@ -222,3 +222,26 @@ def test_ladder_skips_sizes_a_spec_cannot_express(monkeypatch):
     assert all(valid(dict(r.values)) for r in ladder)
     assert ladder[-1].bytes >= 0.9 * (1 << 22)                      # another size grew instead
     assert dict(ladder[-1].values)["logits.0"] <= 11
+
+
+def test_a_call_that_takes_only_integers_is_sized_by_its_launches():
+    # load_reduce(M, N) builds its tensors itself: its own arguments hold no bytes, so the
+    # largest traced call (the performance case when nothing scales) is told by its launches
+    from types import SimpleNamespace
+
+    from tritonforge.testgen.generate import TestgenOptions
+    from tritonforge.testgen.model import Trace
+    from tritonforge.testgen.perf import choose_perf_cases
+
+    def reduce_call(n, index):
+        launch = KernelLaunch("k", args=(("x", t(n, n)), ("y", t(n))))
+        return TracedCall(function="load_reduce", index=index, parent=None, args=(i(n), i(n)),
+                          kwargs=(), launches=(launch,), n_launches=1)
+
+    calls = (reduce_call(16, 0), reduce_call(128, 1), reduce_call(32, 2))
+    templates = build_templates(calls, {"load_reduce": ("m", "n")})
+    trace = Trace(ok=True, driver="section", device="cpu", calls=calls,
+                  signatures=(("load_reduce", params("m", "n")),))
+    choice = choose_perf_cases(templates, ("load_reduce",), SimpleNamespace(trace=trace), None,
+                               None, TestgenOptions(), True)
+    assert [c.case.recipe.args for c in choice.cases] == [(128, 128)]

@@ -163,6 +163,24 @@ def call_bytes(template: Template, call: TracedCall, values: dict[str, int]) -> 
     return total
 
 
+def launch_bytes(call: TracedCall) -> int:
+    """Bytes of the tensors the call's traced kernel launches were given (as traced)."""
+    total = 0
+
+    def add(node: ArgNode) -> None:
+        nonlocal total
+        if isinstance(node, TracedTensor):
+            total += _numel(tuple(node.shape)) * ITEMSIZE.get(node.dtype, 4)
+        elif isinstance(node, TracedSeq):
+            for item in node.items:
+                add(item)
+
+    for launch in call.launches:
+        for _, node in launch.args:
+            add(node)
+    return total
+
+
 def label(call: SpecCall) -> str:
     parts = []
     for a in call.args:

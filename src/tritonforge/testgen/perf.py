@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import CaseRole, Task
-from .cases import Unrepresentable, call_bytes, make_case, materialize, perf_ladder
+from .cases import Unrepresentable, call_bytes, launch_bytes, make_case, materialize, perf_ladder
 from .dims import Template, symbol_values
 from .model import Dropped, GeneratedCase
 from .validate import QUICK_PLAN, run_original
@@ -69,11 +69,13 @@ def choose_perf_cases(templates: list[Template], entries: tuple[str, ...], build
         if not mine:
             continue
 
-        def biggest(t: Template) -> int:
-            return max(call_bytes(t, c, symbol_values(t, c)) for c in t.calls)
+        def size(t: Template, c) -> tuple[int, int]:
+            # the call's own tensors first; where it takes none (it builds them from integers),
+            # the tensors its kernels were launched with tell the largest call
+            return call_bytes(t, c, symbol_values(t, c)), launch_bytes(c)
 
-        template = max(mine, key=biggest)
-        call = max(template.calls, key=lambda c: call_bytes(template, c, symbol_values(template, c)))
+        template = max(mine, key=lambda t: max(size(t, c) for c in t.calls))
+        call = max(template.calls, key=lambda c: size(template, c))
         fixed = {k: v for k, v in fixed_all.items() if k in {s.name for s in template.symbols}}
         params = builder.trace.signature(entry)
 
