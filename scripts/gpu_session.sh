@@ -7,8 +7,10 @@
 # Steps: env | tests | verify | baseline | selfcheck | profile | examples | optimize
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
-# the script packs the stores into $OUT/gpu-store.tgz at the end; unpack that here into the repo
-# root and name .gpu-store in the next call's carry to go on where it stopped.
+# the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
+# $OUT/session.tgz); unpack gpu-store.tgz here into the repo root and name .gpu-store in the next
+# call's carry to go on where it stopped.
+#   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
 #   JOBS         workers side by side for untimed runs (default 6)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
@@ -20,7 +22,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then   # libcst (the transforms need it) trave
 fi
 export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-OUT="${OUT:-/tmp/tf-out}"; mkdir -p "$OUT" .gpu-store
+# The device tool brings back at most 8 files from $OUT: everything is written into a scratch
+# folder and packed into $OUT/session.tgz (logs, summaries) and $OUT/gpu-store.tgz (the stores).
+FINAL_OUT="${OUT:-/tmp/tf-out}"; OUT="$(mktemp -d)"; mkdir -p "$FINAL_OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
 JOBS="${JOBS:-6}"
 left() { echo $(( DEADLINE_S - SECONDS - 30 )); }
@@ -68,7 +72,9 @@ for step in "$@"; do
         stem=$(basename "$ex" .py)
         case ",${EXAMPLES:-$stem}," in *",$stem,"*) ;; *) continue;; esac
         timeout "$(left)" python3 -m tritonforge optimize "$ex" --device cuda --jobs 4 \
-          --run-dir ".gpu-store/examples/$stem" --out ".gpu-store/examples/$stem/output" 2>&1 | tail -25
+          --budget "${EXAMPLE_BUDGET_S:-120}" \
+          --run-dir ".gpu-store/examples/$stem" --out ".gpu-store/examples/$stem/output" 2>&1 \
+          | tee "$OUT/example-$stem.log" | tail -25
       done
       ;;
     optimize)
@@ -79,6 +85,7 @@ for step in "$@"; do
     *) log "unknown step $step";;
   esac
 done
-log "packing stores"
-tar czf "$OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' .gpu-store 2>/dev/null
-ls -la "$OUT"
+log "packing stores and logs"
+tar czf "$FINAL_OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' .gpu-store 2>/dev/null
+tar czf "$FINAL_OUT/session.tgz" -C "$OUT" . 2>/dev/null
+ls -la "$OUT" "$FINAL_OUT"
