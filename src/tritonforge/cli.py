@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--out", help="write the summary JSON here")
     base.add_argument("--jobs", type=int, default=1,
                       help="workers side by side for the untimed runnable check (timing is alone)")
+    base.add_argument("--alone-memory-gb", type=float, default=0.0,
+                      help="host memory limit of the worker that times alone and retries what ran "
+                           "out of memory beside others (default: 70%% of the machine's)")
     _common(base)
     selfc = bsub.add_parser("selfcheck", help="time the original against itself (noise floor)")
     selfc.add_argument("--names", help="comma-separated record names")

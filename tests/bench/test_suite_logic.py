@@ -41,3 +41,79 @@ def test_held_back_names_the_reason():
     assert held_back(_result("a", history=[noisy])).startswith("noise")
     assert held_back(_result("a", history=[noisy], notes=["near the roofline: ..."])) == "near the roofline"
     assert held_back(_result("a", stop="the original fails: x")) == "the original does not run"
+
+
+# ---------------------------------------------------------------- baseline: device OOM retried alone
+from types import SimpleNamespace  # noqa: E402
+
+from tritonforge.bench.baseline import RunCheck, device_oom, retry_alone  # noqa: E402
+from tritonforge.model import Case, CaseRole, Failure, SpecCall, Task  # noqa: E402
+
+
+def _task():
+    call = SpecCall("f")
+    cases = (Case("t", CaseRole.CORRECTNESS, call),) + tuple(
+        Case(f"p{i}", CaseRole.PERFORMANCE, call) for i in range(4))
+    return Task("k", "x = 1\n", ("f",), cases, "test")
+
+
+class _AloneEvaluator:
+    """Answers an alone re-run: ``fails`` are the case ids that still fail there."""
+
+    def __init__(self, fails=()):
+        self.fails, self.asked = set(fails), []
+
+    def evaluate(self, task, variants, *, purpose, case_ids, **kw):
+        self.asked.append((purpose, tuple(case_ids)))
+        failures = tuple(Failure(Status.OOM, "CUDA out of memory", case_id=c)
+                         for c in case_ids if c in self.fails)
+        return SimpleNamespace(results=[SimpleNamespace(failure=None, case_failures=failures)])
+
+
+CUDA_OOM = "oom [p1 seed 0]: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+HOST_OOM = "oom [p2]: host memory over 16.0 GiB during run of case p2: killed"
+
+
+def test_device_oom_is_told_from_the_host_memory_watch():
+    assert device_oom(CUDA_OOM) and not device_oom(HOST_OOM)
+    assert not device_oom("crash [p1]: an illegal memory access")
+
+
+def test_cases_out_of_memory_beside_other_workers_are_retried_alone():
+    crash = "crash [p3 seed 0]: an illegal memory access was encountered"
+    check = RunCheck("k", True, "", ("p0",), (("p1", CUDA_OOM), ("p2", HOST_OOM), ("p3", crash)), 1.0)
+    ev = _AloneEvaluator(fails={"p2"})
+    after = retry_alone(_task(), check, ev)
+    assert ev.asked == [("baseline-run-alone", ("p1", "p2"))]     # memory only, not the crash
+    assert after.perf_ok == ("p0", "p1") and set(dict(after.perf_failed)) == {"p2", "p3"}
+
+
+def test_a_case_that_still_fails_alone_stays_failed_and_a_test_section_oom_is_retried():
+    check = RunCheck("k", False, "oom [t seed 0]: OutOfMemoryError: CUDA out of memory", ("p0",),
+                     (("p1", CUDA_OOM),), 1.0)
+    ev = _AloneEvaluator(fails={"p1"})
+    after = retry_alone(_task(), check, ev)
+    assert ev.asked[0] == ("baseline-test-alone", ("t",)) and after.test_ok
+    assert after.perf_ok == ("p0",) and "p1" in dict(after.perf_failed)
+
+
+class _DiesAt:
+    """A worker that runs the cases in order and dies of host memory at ``culprit``."""
+
+    def __init__(self, culprit):
+        self.culprit = culprit
+
+    def evaluate(self, task, variants, *, purpose, case_ids, **kw):
+        if purpose == "baseline-test":
+            return SimpleNamespace(results=[SimpleNamespace(failure=None, case_failures=())])
+        failure = Failure(Status.OOM, "host memory over 24.0 GiB during run of case", case_id=self.culprit)
+        return SimpleNamespace(results=[SimpleNamespace(failure=failure, case_failures=())])
+
+
+def test_cases_before_an_out_of_memory_death_count_as_run():
+    from tritonforge.bench.baseline import check_runnable
+
+    check = check_runnable(_task(), _DiesAt("p1"))
+    failed = dict(check.perf_failed)
+    assert check.perf_ok == ("p0",) and set(failed) == {"p1", "p2", "p3"}
+    assert failed["p2"].startswith("not run: oom") and device_oom(failed["p1"]) is False

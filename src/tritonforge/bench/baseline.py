@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..model import CaseRole, Status, Task
@@ -79,9 +79,11 @@ def check_runnable(task: Task, evaluator: Evaluator, max_restarts: int = 4) -> R
         culprit = r.failure.case_id or remaining[0]
         failed[culprit] = r.failure.one_line()
         if r.failure.status is Status.OOM:
-            # host memory ran out: perf scripts build every input size at once, so every retry
-            # would rebuild them and die the same way (seen on an H200 sweep, 2026-11-22)
-            for cid in remaining:
+            # memory ran out at ``culprit`` (the cases before it ran): perf scripts build every
+            # input size at once, so a retry here would rebuild them and die the same way (seen
+            # on an H200 sweep, 2026-11-22); phase 2 retries them alone, with more memory
+            after = remaining[remaining.index(culprit) + 1:] if culprit in remaining else remaining
+            for cid in after:
                 failed.setdefault(cid, f"not run: {r.failure.one_line()}")
             break
         # the worker died at ``culprit``: the cases before it ran; retry the ones after it
@@ -99,6 +101,47 @@ class RunCheck:
     perf_ok: tuple[str, ...]
     perf_failed: tuple[tuple[str, str], ...]
     wall_s: float
+
+
+def device_oom(error: str) -> bool:
+    """A CUDA out-of-memory failure (not the host-memory watch)."""
+    return out_of_memory(error) and "host memory" not in error
+
+
+def out_of_memory(error: str) -> bool:
+    """Device or host memory ran out (or a case was not run after that happened)."""
+    return error.removeprefix("not run: ").startswith("oom")
+
+
+def retry_alone(task: Task, check: RunCheck, evaluator: Evaluator) -> RunCheck:
+    """Re-run, alone, the test section and the cases that ran out of memory in phase 1; what
+    passes now counts as run.
+
+    In phase 1 the workers share the GPU's memory and the machine's, each under a share of the
+    host memory; ``evaluator`` here runs alone, with the larger limit phase 2 is given, so a
+    failure that was the neighbours' fault (or the share's) is not held against the original.
+    """
+    retry = tuple(cid for cid, err in check.perf_failed if out_of_memory(err))
+    test_ok, test_error = check.test_ok, check.test_error
+    if not test_ok and out_of_memory(test_error):
+        tests = tuple(c.id for c in task.cases if c.role is CaseRole.CORRECTNESS)
+        r = evaluator.evaluate(task, (original_variant(task),), purpose="baseline-test-alone",
+                               case_ids=tests, verify=False, time=False, keep_going=True).results[0]
+        failure = r.failure or (r.case_failures[0] if r.case_failures else None)
+        test_ok, test_error = failure is None, failure.one_line() if failure else ""
+    if not retry:
+        return replace(check, test_ok=test_ok, test_error=test_error)
+    r = evaluator.evaluate(task, (original_variant(task),), purpose="baseline-run-alone",
+                           case_ids=retry, verify=False, time=False, keep_going=True).results[0]
+    still = {f.case_id: f.one_line() for f in r.case_failures}
+    if r.failure is not None:
+        still.update({cid: r.failure.one_line() for cid in retry if cid not in still})
+    failed = {cid: err for cid, err in check.perf_failed if cid not in retry or cid in still}
+    failed.update({cid: err for cid, err in still.items() if cid in retry})
+    ran = set(check.perf_ok) | {cid for cid in retry if cid not in still}
+    ok = tuple(c.id for c in task.performance_cases if c.id in ran)
+    return replace(check, test_ok=test_ok, test_error=test_error, perf_ok=ok,
+                   perf_failed=tuple(sorted(failed.items())))
 
 
 def time_baseline(task: Task, check: RunCheck, evaluator: Evaluator) -> BaselineRecord:
@@ -124,11 +167,14 @@ def time_baseline(task: Task, check: RunCheck, evaluator: Evaluator) -> Baseline
 
 def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], store: RunStore, *,
                  jobs: int = 1, budget_s: float | None = None,
-                 progress: Callable[[str], None] = lambda s: None) -> tuple[list[BaselineRecord], list[str]]:
+                 progress: Callable[[str], None] = lambda s: None,
+                 make_alone: Callable[[], Evaluator] | None = None) -> tuple[list[BaselineRecord], list[str]]:
     """Baseline every task not already in the store, in two phases; stop at the budget.
 
     Phase 1 runs ``jobs`` workers side by side (compilation is CPU-bound and fills Triton's
-    cache); phase 2 times one task at a time, alone on the GPU. Returns (records, names left).
+    cache); phase 2 times one task at a time, alone on the GPU, in ``make_alone()``'s worker
+    (default: the first of phase 1), after retrying alone what ran out of memory in phase 1.
+    Returns (records, names left).
     """
     start = time.perf_counter()
 
@@ -165,6 +211,10 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
         # minutes (int8_matmul_kernel: 269 s untimed on an H100) must not hold back the rest
         # of a budgeted call; one that would not fit in the budget left waits for a later call.
         checks = {t.name: store.get_record("baseline-run", t.name) for t in todo}
+        if make_alone is not None and any(checks.values()) and not over():
+            for e in evaluators:      # phase 2 is alone on the device: give the memory back
+                e.close()
+            evaluators = [make_alone()]
         for task in sorted(todo, key=lambda t: checks[t.name].wall_s if checks[t.name] else 0.0):
             check = checks[task.name]
             if check is None or over():
@@ -173,6 +223,8 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
                 progress(f"left for a later run: {task.name} (its untimed run took "
                          f"{check.wall_s:.0f} s, more than the budget left)")
                 continue
+            check = retry_alone(task, check, evaluators[0])
+            store.put_record("baseline-run", task.name, check)
             rec = time_baseline(task, check, evaluators[0])
             store.put_record("baseline", task.name, rec)
             progress(f"timed {task.name}: {'runnable' if rec.runnable else 'NOT runnable'} "

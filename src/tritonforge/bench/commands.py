@@ -34,6 +34,17 @@ def _environment(evaluator: Evaluator) -> dict:
             "command": " ".join(sys.argv)}
 
 
+def host_memory_gb() -> float:
+    """The machine's memory in GiB (MemTotal; 0 where /proc/meminfo cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
 def _baseline(args: argparse.Namespace, settings) -> int:
     tasks = load_tasks(_names(args))
     run_dir = Path(settings.run_dir)
@@ -45,8 +56,14 @@ def _baseline(args: argparse.Namespace, settings) -> int:
             made.append(Evaluator(settings, run_dir / f"w{i}", store, device=device))
             return made[-1]
 
+        def alone() -> Evaluator:
+            gb = args.alone_memory_gb or max(settings.host_memory_limit_gb, 0.7 * host_memory_gb())
+            made.append(Evaluator(settings.replace(host_memory_limit_gb=gb), run_dir / "alone",
+                                  store, device=device))
+            return made[-1]
+
         records, left = run_baseline(tasks, make, store, jobs=args.jobs, budget_s=args.budget,
-                                     progress=_say)
+                                     progress=_say, make_alone=alone)
         env = _environment(made[0])
     runnable = [r for r in records if r.runnable]
     summary = {"environment": env, "records": len(tasks), "done": len(records),
