@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | tests | verify | baseline | selfcheck | profile | examples | optimize
+# Steps: env | probe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
@@ -14,6 +14,7 @@
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
 #   JOBS         workers side by side for untimed runs (default 6)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
+#   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 set -u
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then   # libcst (the transforms need it) travels as a wheel
@@ -39,6 +40,18 @@ for step in "$@"; do
       python3 -c 'import torch, triton, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))'
       (ncu --version 2>/dev/null | tail -1) || echo "ncu: not found"
       ls -d /opt/nvidia/nsight-compute/*/extras/python 2>/dev/null || true
+      ;;
+    probe)
+      log "timing probe: flush time, host overhead per call, timing methods"
+      timeout 120 python3 scripts/gpu_timing_probe.py "$OUT/timing_probe.json" 2>&1 | tail -50
+      ;;
+    testgen)
+      log "testgen: generated performance sizes vs the perf scripts' sizes (budget $(( $(left) - 40 )) s)"
+      TG_DEFAULT="attention_forward_triton,attention_fwd_triton1,attention_fwd_triton3,attention_kernel,destindex_copy,destindex_copy_kv2,embedding_triton_kernel,index_select_cat,add_example,add_value,apply_penalty,cosine_compute,bmm_chunk_bwd,bmm_chunk_fwd,chunk_bwd_dqkg,chunk_cumsum_kernel,bgmv_shrink_kernel,bmm_optimized,dequantize_matmul,int4_matmul,fast_rms_layernorm,fused_layernorm_triton,l2_norm_bwd,l2_norm_triton1,fifth_order_sph_harmonics,triton_conv2d_fwd,dequantize_rowwise,fp4_to_bf16,fp4_to_bf16_conversion,int8_quantization,matrix_reduction,max_reduction,mean_reduction,spinning_lock_reduction,fast_rope_embedding,fused_rotary_embedding,rope_backward_transform,rope_embedding,multinomial_sampling,uniform_sampling,cross_entropy1,fast_ce_loss,kldiv_compute,kldiv_ops"
+      timeout "$(left)" python3 scripts/testgen_compare.py .gpu-store/testgen --names "${TESTGEN_NAMES:-$TG_DEFAULT}" \
+        --device cuda --budget "$(( $(left) - 40 ))" --trace-timeout 60 --case-timeout 60 --record-budget 60 \
+        --run-dir /tmp/tg-work 2>&1 | tail -30
+      cp .gpu-store/testgen/testgen_compare.md "$OUT/" 2>/dev/null || true
       ;;
     tests)
       log "gpu tests"

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 
+from conftest import DEVICE
 from tritonforge.model import Case, CaseRole, SpecCall, TensorSpec
 
 
@@ -42,7 +43,8 @@ def make_tensor(spec: TensorSpec, gen: torch.Generator, device: str) -> torch.Te
     return t.transpose(-1, -2) if spec.layout == "transposed" else t
 
 
-def build(module: types.ModuleType, case: Case, seed: int, device: str = "cpu") -> Invocation:
+def build(module: types.ModuleType, case: Case, seed: int, device: str | None = None) -> Invocation:
+    device = device or DEVICE
     recipe = case.recipe
     assert isinstance(recipe, SpecCall)
     gen = torch.Generator().manual_seed(seed)

@@ -14,10 +14,18 @@ from test_catalogue import FAMILIES, HERE, load
 from tritonforge.model import Case, CaseRole, Status, Tolerance
 from tritonforge.model import TestSectionCall as SectionCall
 from tritonforge.verify import (
-    OracleFailure, VerifyOptions, reasons, uses_dot, verify, verify_against_reference,
+    OracleFailure, VerifyOptions, reasons, uses_dot, verify_against_reference,
 )
+from tritonforge.verify import verify as _verify
+from conftest import DEVICE
 
 QUIET = VerifyOptions(nonce=7, catch_errors=True)
+
+
+def verify(*args, **kwargs):
+    """verify() on the session's device (the interpreter on CPU, or TRITONFORGE_VERIFY_DEVICE)."""
+    kwargs.setdefault("device", DEVICE)
+    return _verify(*args, **kwargs)
 
 
 def module(**functions) -> types.ModuleType:
@@ -131,8 +139,8 @@ def test_worker_adapter_uses_the_builder_and_the_tasks_tolerances():
     strict = types.SimpleNamespace(tolerance_overrides=())
     loose = types.SimpleNamespace(
         tolerance_overrides=(("float32", Tolerance(atol=1e-4, rtol=1e-4, rel_norm=1e-3)),))
-    assert not verify_against_reference(reference, fp16, strict, cases, Builder(), "cpu").passed
-    assert verify_against_reference(reference, fp16, loose, cases, Builder(), "cpu").passed
+    assert not verify_against_reference(reference, fp16, strict, cases, Builder(), DEVICE).passed
+    assert verify_against_reference(reference, fp16, loose, cases, Builder(), DEVICE).passed
 
 
 def test_test_section_style_invocations_without_arguments():
@@ -140,7 +148,7 @@ def test_test_section_style_invocations_without_arguments():
         def __init__(self, call):
             self.call, self.arguments = call, []
 
-    source = "x = torch.randn(64)\nresult_gold = {'y': add_one(x)}\n"
+    source = f"x = torch.randn(64, device={DEVICE!r})\n" + "result_gold = {'y': add_one(x)}\n"
 
     def run_section(mod, case, seed, device):
         def call():

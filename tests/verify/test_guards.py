@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
+from conftest import DEVICE
 from tritonforge.verify import (
     check_integrity, count_launches, integrity_snapshot, record_torch_calls, restore_integrity,
     watch_integrity,
@@ -17,7 +18,7 @@ from tritonforge.verify import (
 
 
 def test_count_launches_under_the_interpreter():
-    x = torch.randn(200)
+    x = torch.randn(200, device=DEVICE)
     with count_launches() as outer:
         kernels.add_one(x)
         with count_launches() as inner:
@@ -32,7 +33,7 @@ def test_count_launches_under_the_interpreter():
 
 
 def test_autotuned_kernels_are_counted_and_benchmarking_is_not_the_variants():
-    x = torch.randn(100)
+    x = torch.randn(100, device=DEVICE)
     with count_launches() as launches, record_torch_calls() as calls:
         y = kernels.add_one_autotuned(x)
     assert torch.equal(y, x + 1)
@@ -41,7 +42,7 @@ def test_autotuned_kernels_are_counted_and_benchmarking_is_not_the_variants():
 
 
 def test_record_torch_calls_sees_library_work_not_triton_internals():
-    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    x, w = torch.randn(4, 4, device=DEVICE), torch.randn(4, 4, device=DEVICE)
     with record_torch_calls() as calls:
         y = kernels.add_one(x)               # the interpreter's own copies are not recorded
     assert set(calls.ops) == {"aten.empty_like"}
@@ -49,7 +50,7 @@ def test_record_torch_calls_sees_library_work_not_triton_internals():
         torch.matmul(x, w)
         F.softmax(y, dim=-1)
         torch.ops.aten.mm(x, w)
-        y.numpy()
+        y.cpu().numpy()
         y.to("meta")
     assert calls.ops["aten.mm"] == 2
     assert {"aten._softmax", "Tensor.numpy", "aten._to_copy(device)"} <= set(calls.ops)
@@ -93,7 +94,7 @@ def test_watch_integrity_charges_the_block_and_restores():
     assert patched and "time.perf_counter" in patched[0]
     assert time.perf_counter is real_clock
     with watch_integrity() as clean:
-        kernels.add_one(torch.randn(8))
+        kernels.add_one(torch.randn(8, device=DEVICE))
     assert clean == []
 
 
@@ -120,8 +121,8 @@ def test_lazy_torch_rewrites_happen_before_the_snapshot():
 def test_integrity_has_no_false_positive_around_guarded_runs():
     snapshot = integrity_snapshot()
     with count_launches(), record_torch_calls():
-        kernels.add_one(torch.randn(10))
-        kernels.add_one_autotuned(torch.randn(10))
+        kernels.add_one(torch.randn(10, device=DEVICE))
+        kernels.add_one_autotuned(torch.randn(10, device=DEVICE))
     assert check_integrity(snapshot) == []
 
 

@@ -11,9 +11,17 @@ import torch
 
 import kernels
 from standin import T, build, spec_case
-from tritonforge.verify import VerifyOptions, verify
+from conftest import DEVICE
+from tritonforge.verify import VerifyOptions
+from tritonforge.verify import verify as _verify
 
 QUIET = VerifyOptions(nonce=3, catch_errors=True, check_library_ops=False)
+
+
+def verify(*args, **kwargs):
+    """verify() on the session's device (the interpreter on CPU, or TRITONFORGE_VERIFY_DEVICE)."""
+    kwargs.setdefault("device", DEVICE)
+    return _verify(*args, **kwargs)
 _rng = random.SystemRandom()       # not seeded by torch: the "nondeterminism" of the original
 
 
