@@ -14,6 +14,7 @@
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
 #   JOBS         workers side by side for untimed runs (default 6)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
+#   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 set -u
 export PYTHONUNBUFFERED=1
@@ -93,7 +94,8 @@ for step in "$@"; do
     optimize)
       log "optimize the TritonBench-G subset (budget $(( $(left) - 60 )) s)"
       timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
-        ${NAMES:+--names "$NAMES"} --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tail -70
+        ${NAMES:+--names "$NAMES"} --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
+        --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
       ;;
     *) log "unknown step $step";;
   esac

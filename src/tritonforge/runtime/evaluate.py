@@ -152,7 +152,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
 
             for st in timed:
                 try:
-                    fns[st.variant.name] = builder.build(st.module, case, seed).call
+                    fns[st.variant.name] = builder.build(st.module, case, seed).timed
                 except BaseException as exc:  # noqa: BLE001
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                     st.fail(failure, keep)
