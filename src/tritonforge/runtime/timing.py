@@ -11,6 +11,7 @@ On the CPU interpreter the same loop runs with a wall clock and the samples are 
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -24,12 +25,22 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024   # larger than any current GPU's L2 (H100 50
 
 @dataclass(frozen=True)
 class TimingPlan:
+    """How to time one case. ``abandon_slower``: after ``min_rounds`` rounds, a variant whose
+    median is this many times the FIRST variant's (the incumbent, the original) is timed no
+    further: a 5% per-case regression already rejects it, and timing an 8x slower candidate of a
+    350 ms case cost 29 s of a 94 s search round (attention_forward_triton, H100, 2026-11-23).
+    ``case_budget_ms``: rounds beyond ``min_rounds`` stop once the case has had this much GPU time
+    over all variants; slow cases have low noise and need fewer samples."""
+
     rounds: int = 10
     round_ms: float = 25.0        # target time per variant per round
     warmup_ms: float = 25.0
     flush_l2: bool = True
     cuda_graph: bool = False
     max_calls_per_round: int = 200
+    min_rounds: int = 4
+    abandon_slower: float | None = 1.3
+    case_budget_ms: float | None = 6000.0
 
 
 class _Flusher:
@@ -47,12 +58,20 @@ def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) ->
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(3):
-        flush()
-        fn()
+    flush()
+    fn()
     end.record()
     torch.cuda.synchronize()
-    per_call = max(start.elapsed_time(end) / 3, 1e-3)
+    per_call = start.elapsed_time(end)
+    if per_call < warmup_ms:          # a slow call is its own estimate; a quick one gets three more
+        start.record()
+        for _ in range(3):
+            flush()
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        per_call = start.elapsed_time(end) / 3
+    per_call = max(per_call, 1e-3)
     extra = int(min(max(warmup_ms / per_call, 0), 1000))
     for _ in range(extra):
         flush()
@@ -116,22 +135,46 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         estimates[name] = _estimate_ms(fns[name], flush, plan.warmup_ms)
     calls = {n: max(1, min(plan.max_calls_per_round, int(plan.round_ms / estimates[n]))) for n in names}
     samples: dict[str, list[float]] = {n: [] for n in names}
+    active = list(names)
+    if plan.abandon_slower is not None and len(names) > 1:
+        # hopeless already by the warm-up estimate (3x the reference's, far beyond noise): the
+        # estimate (flush included, so on the slow side) is its one sample
+        ref = estimates[names[0]]
+        for n in names[1:]:
+            if estimates[n] > 3 * max(plan.abandon_slower, 1.0) * ref and estimates[n] > 0.05:
+                samples[n].append(estimates[n])
+                active.remove(n)
     method = TimingMethod.CUDA_EVENTS
     graphs = {}
     if plan.cuda_graph:
         try:
-            graphs = {n: _capture_graph(fns[n], calls[n], flush) for n in names}
+            graphs = {n: _capture_graph(fns[n], calls[n], flush) for n in active}
             method = TimingMethod.CUDA_GRAPH
         except Exception:   # capture is not possible for every kernel (host syncs, allocations)
             graphs = {}
+    spent_ms = 0.0
     for r in range(plan.rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
+        if r >= plan.min_rounds:
+            active = _still_worth_timing(active, samples, plan)
+            if plan.case_budget_ms is not None and spent_ms > plan.case_budget_ms:
+                break
+        order = active[r % len(active):] + active[: r % len(active)]
         for name in order:
             if graphs:
                 samples[name].append(_time_graph(graphs[name], calls[name]))
             else:
                 samples[name].extend(_time_events(fns[name], calls[name], flush))
+            spent_ms += calls[name] * estimates[name]
     return samples, method
+
+
+def _still_worth_timing(active: list[str], samples: dict[str, list[float]], plan: TimingPlan) -> list[str]:
+    """Drop the variants (never the first, the reference) already far slower than the first."""
+    if plan.abandon_slower is None or len(active) < 2:
+        return active
+    ref = statistics.median(samples[active[0]])
+    return [active[0]] + [n for n in active[1:]
+                          if statistics.median(samples[n]) <= plan.abandon_slower * ref]
 
 
 def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,

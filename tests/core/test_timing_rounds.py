@@ -1,0 +1,68 @@
+"""The timing loop's bookkeeping, with the CUDA parts stubbed: interleaving, abandoning variants
+already far slower than the reference, and the per-case time budget."""
+
+from __future__ import annotations
+
+from tritonforge.runtime import timing
+from tritonforge.runtime.timing import TimingPlan, time_interleaved_cuda
+
+
+def _stub(monkeypatch, per_call_ms: dict[str, float]):
+    """Each variant 'runs' in its given time; records how many timed calls each one got."""
+    made = {}
+    calls = {name: 0 for name in per_call_ms}
+
+    def fn_for(name):
+        def fn():
+            return name
+        made[fn] = name
+        return fn
+
+    fns = {name: fn_for(name) for name in per_call_ms}
+    monkeypatch.setattr(timing, "_Flusher", lambda enabled: (lambda: None))
+    monkeypatch.setattr(timing, "_estimate_ms", lambda fn, flush, warmup: per_call_ms[made[fn]])
+
+    def time_events(fn, n, flush):
+        calls[made[fn]] += n
+        return [per_call_ms[made[fn]]] * n
+
+    monkeypatch.setattr(timing, "_time_events", time_events)
+    return fns, calls
+
+
+def test_every_variant_gets_every_round_when_they_are_close(monkeypatch):
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "a": 1.1, "b": 0.9})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, case_budget_ms=None))
+    assert {len(v) for v in samples.values()} == {10}          # one call a round each
+
+
+def test_a_variant_far_slower_than_the_reference_is_dropped_after_the_minimum_rounds(monkeypatch):
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "slow": 1.5, "ok": 1.2})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=4,
+                                                       case_budget_ms=None))
+    assert len(samples["inc"]) == len(samples["ok"]) == 10     # 1.2x: within the 1.3x margin
+    assert len(samples["slow"]) == 4                           # dropped after 4 rounds
+
+
+def test_a_hopeless_variant_is_judged_on_its_warm_up_estimate(monkeypatch):
+    fns, calls = _stub(monkeypatch, {"inc": 10.0, "awful": 80.0})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=5, case_budget_ms=None))
+    assert samples["awful"] == [80.0] and calls["awful"] == 0
+    assert len(samples["inc"]) == 10
+
+
+def test_the_reference_is_never_dropped_and_no_abandoning_when_switched_off(monkeypatch):
+    fns, _ = _stub(monkeypatch, {"inc": 2.0, "fast": 1.0})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=6, round_ms=2, case_budget_ms=None))
+    assert len(samples["inc"]) == 6 and len(samples["fast"]) == 12
+    fns, _ = _stub(monkeypatch, {"inc": 1.0, "slow": 2.0})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=6, round_ms=2, abandon_slower=None,
+                                                       case_budget_ms=None))
+    assert len(samples["slow"]) == 6
+
+
+def test_slow_cases_stop_at_the_case_budget_after_the_minimum_rounds(monkeypatch):
+    fns, _ = _stub(monkeypatch, {"inc": 300.0, "c": 290.0})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=25, min_rounds=4,
+                                                       case_budget_ms=2000.0))
+    assert len(samples["inc"]) == 4 and len(samples["c"]) == 4     # 4 x 590 ms > 2 s: stop
