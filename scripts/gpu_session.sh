@@ -101,6 +101,7 @@ for step in "$@"; do
   esac
 done
 log "packing stores and logs"
-tar czf "$FINAL_OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' .gpu-store 2>/dev/null
+tar czf "$FINAL_OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' \
+  --exclude='*/perf-inputs' --exclude='*/final[0-9]*' --exclude='*/alone' .gpu-store 2>/dev/null
 tar czf "$FINAL_OUT/session.tgz" -C "$OUT" . 2>/dev/null
 ls -la "$OUT" "$FINAL_OUT"

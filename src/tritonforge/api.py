@@ -113,6 +113,8 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
             info = evaluators[0].worker.info
         finally:
             record_llm_usage(store, task.name, proposers)
+            from .runtime.perf_inputs import remove_for
+            remove_for(Path(settings.run_dir) / "perf-inputs", task.name)   # can be GBs
             for e in evaluators:
                 e.close()
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"

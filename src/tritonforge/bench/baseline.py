@@ -168,12 +168,14 @@ def time_baseline(task: Task, check: RunCheck, evaluator: Evaluator) -> Baseline
 def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], store: RunStore, *,
                  jobs: int = 1, budget_s: float | None = None,
                  progress: Callable[[str], None] = lambda s: None,
-                 make_alone: Callable[[], Evaluator] | None = None) -> tuple[list[BaselineRecord], list[str]]:
+                 make_alone: Callable[[], Evaluator] | None = None,
+                 done_with: Callable[[str], None] = lambda name: None) -> tuple[list[BaselineRecord], list[str]]:
     """Baseline every task not already in the store, in two phases; stop at the budget.
 
     Phase 1 runs ``jobs`` workers side by side (compilation is CPU-bound and fills Triton's
     cache); phase 2 times one task at a time, alone on the GPU, in ``make_alone()``'s worker
     (default: the first of phase 1), after retrying alone what ran out of memory in phase 1.
+    ``done_with(name)`` is called after each phase of a task (to drop its cached inputs).
     Returns (records, names left).
     """
     start = time.perf_counter()
@@ -195,6 +197,7 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
                         return
                     task = queue.pop(0)
                 check = check_runnable(task, evaluator)
+                done_with(task.name)
                 with lock:
                     store.put_task(task)
                     store.put_record("baseline-run", task.name, check)
@@ -226,6 +229,7 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
             check = retry_alone(task, check, evaluators[0])
             store.put_record("baseline-run", task.name, check)
             rec = time_baseline(task, check, evaluators[0])
+            done_with(task.name)
             store.put_record("baseline", task.name, rec)
             progress(f"timed {task.name}: {'runnable' if rec.runnable else 'NOT runnable'} "
                      f"({rec.perf_ok}/{len(rec.cases)} perf cases)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
+from ..runtime.perf_inputs import remove_for
 from ..runtime.service import Evaluator, resolve_device
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
@@ -63,7 +64,8 @@ def _baseline(args: argparse.Namespace, settings) -> int:
             return made[-1]
 
         records, left = run_baseline(tasks, make, store, jobs=args.jobs, budget_s=args.budget,
-                                     progress=_say, make_alone=alone)
+                                     progress=_say, make_alone=alone,
+                                     done_with=lambda name: remove_for(run_dir / "perf-inputs", name))
         env = _environment(made[0])
     runnable = [r for r in records if r.runnable]
     summary = {"environment": env, "records": len(tasks), "done": len(records),
@@ -149,6 +151,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
                 return opt.run(per_task)
             finally:
                 record_llm_usage(store, task.name, proposers)
+                remove_for(Path(settings.run_dir) / "perf-inputs", task.name)
 
         try:
             results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say)

@@ -54,7 +54,8 @@ class Worker:
     """One worker process on one device ("cuda" or "cpu" through the Triton interpreter)."""
 
     def __init__(self, device: str, work_dir: Path, *, timeout_s: float = 180.0,
-                 host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0):
+                 host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0,
+                 perf_inputs_dir: Path | None = None):
         if device not in ("cuda", "cpu"):
             raise WorkerError(f"worker device must be 'cuda' or 'cpu', not {device!r}")
         self.device = device
@@ -62,6 +63,7 @@ class Worker:
         self.timeout_s = timeout_s
         self.memory_limit = int(host_memory_limit_gb * 2**30)
         self.startup_timeout_s = startup_timeout_s
+        self.perf_inputs_dir = perf_inputs_dir     # shared by a run's workers (runtime.perf_inputs)
         self.process: subprocess.Popen | None = None
         self.info: DeviceInfo | None = None
         self._to_child = self._from_child = -1
@@ -82,6 +84,8 @@ class Worker:
         else:
             env.pop("TRITON_INTERPRET", None)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.perf_inputs_dir is not None:
+            env["TRITONFORGE_PERF_INPUTS_DIR"] = str(self.perf_inputs_dir)
         src_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         with open(self.log_path, "ab") as log_file:

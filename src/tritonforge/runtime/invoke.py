@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 
 from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall, content_hash
+from . import perf_inputs
 from .inputs import build_args, clone_tree, seed_everything
 from .loader import write_module_file
 
@@ -140,16 +141,35 @@ class InvocationBuilder:
         self._perf_instances[key] = instance
         return instance
 
+    def _perf_folder(self, recipe: PerfScriptCall, seed: int) -> Path | None:
+        root = perf_inputs.cache_dir()
+        if root is None:
+            return None
+        key = content_hash(f"{recipe.script}\0{seed}")     # as the in-memory cache: never the variant
+        return root / f"{recipe.module_name}-{key}"
+
+    def _perf_input(self, instance: Any, recipe: PerfScriptCall, seed: int) -> Any:
+        """The inputs of size ``recipe.index``: from this worker's memory, from the run's disk
+        cache (``runtime.perf_inputs``), or built (all sizes: that is how the scripts work)."""
+        key = (hash(recipe.script), seed)
+        if key in self._perf_inputs:
+            return self._perf_inputs[key][recipe.index]
+        folder = self._perf_folder(recipe, seed)
+        if folder is not None and perf_inputs.stored_count(folder) is not None:
+            return perf_inputs.load(folder, recipe.index)
+        self._perf_inputs.clear()        # one script's inputs at a time: they can be large
+        seed_everything(seed)
+        instance.get_input_tensors()
+        built = list(instance.input_tensors)
+        instance.input_tensors = []
+        if folder is not None and perf_inputs.on_host_only(built) and perf_inputs.store(folder, built):
+            return built[recipe.index]   # the rest is on disk: nothing large stays resident
+        self._perf_inputs[key] = built
+        return built[recipe.index]
+
     def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
         instance = self._perf_instance(module, recipe)
-        key = (hash(recipe.script), seed)
-        if key not in self._perf_inputs:
-            self._perf_inputs.clear()        # one script's inputs at a time: they can be large
-            seed_everything(seed)
-            instance.get_input_tensors()
-            self._perf_inputs[key] = list(instance.input_tensors)
-            instance.input_tensors = []
-        cpu_inputs = self._perf_inputs[key][recipe.index]
+        cpu_inputs = self._perf_input(instance, recipe, seed)
         inputs = instance.to_cuda(clone_tree(cpu_inputs)) if self.device != "cpu" else clone_tree(cpu_inputs)
 
         def run() -> Any:
@@ -163,7 +183,13 @@ class InvocationBuilder:
 
     def perf_case_count(self, recipe: PerfScriptCall, seed: int = 0) -> int:
         self._perf_call(self.reference, recipe, seed)   # fills the input cache
-        return len(self._perf_inputs[(hash(recipe.script), seed)])
+        key = (hash(recipe.script), seed)
+        if key in self._perf_inputs:
+            return len(self._perf_inputs[key])
+        folder = self._perf_folder(recipe, seed)
+        count = perf_inputs.stored_count(folder) if folder is not None else None
+        assert count is not None, "inputs neither in memory nor on disk"
+        return count
 
     def _test_section(self, module: types.ModuleType, recipe: TestSectionCall, seed: int) -> Invocation:
         code = self.compile_file(recipe.source, "test_section")

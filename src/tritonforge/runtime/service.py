@@ -56,7 +56,8 @@ class Evaluator:
         self.device = device or resolve_device(settings.device)
         self.worker = Worker(self.device, self.run_dir / "worker",
                              timeout_s=settings.case_timeout_s,
-                             host_memory_limit_gb=settings.host_memory_limit_gb)
+                             host_memory_limit_gb=settings.host_memory_limit_gb,
+                             perf_inputs_dir=Path(settings.run_dir) / "perf-inputs")
 
     def close(self) -> None:
         self.worker.close()
