@@ -66,3 +66,12 @@ def test_slow_cases_stop_at_the_case_budget_after_the_minimum_rounds(monkeypatch
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=25, min_rounds=4,
                                                        case_budget_ms=2000.0))
     assert len(samples["inc"]) == 4 and len(samples["c"]) == 4     # 4 x 590 ms > 2 s: stop
+
+
+def test_variants_far_slower_on_one_case_are_not_timed_on_the_next():
+    from tritonforge.runtime.evaluate import _far_slower
+
+    samples = {"inc": [1.0, 1.0, 1.1], "ok": [1.2, 1.2], "awful": [40.0], "empty": []}
+    assert _far_slower(samples, "inc", 1.3) == {"awful"}
+    assert _far_slower(samples, "inc", None) == set()
+    assert _far_slower({"ok": [1.0]}, "inc", 1.3) == set()

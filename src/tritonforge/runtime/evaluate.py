@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -139,8 +140,10 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
 
     # 3. time the performance cases, every surviving variant interleaved on the same inputs
     if request.time:
+        hopeless: set[str] = set()       # far slower than the reference on an earlier case
         for case in (c for c in cases if c.role is CaseRole.PERFORMANCE):
-            timed = [s for s in alive() if (s.verdict is None or s.verdict.passed) and s.case_ok(case.id)]
+            timed = [s for s in alive() if (s.verdict is None or s.verdict.passed) and s.case_ok(case.id)
+                     and s.variant.name not in hopeless]
             if not timed:
                 break
             seed = case.seeds[0]
@@ -175,7 +178,18 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             by_name = {s.variant.name: s for s in timed}
             for name, values in samples.items():
                 by_name[name].timings.append(Timing(case.id, name, method, tuple(values)))
+            hopeless |= _far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
     return _finish(task, states, device, []), broken
+
+
+def _far_slower(samples: dict[str, list[float]], reference: str, margin: float | None) -> set[str]:
+    """Variants whose median is over ``margin`` times the reference's on this case: they are not
+    timed on the cases after it (the per-case regression limit rejects them already). A candidate
+    100x slower on a 350 ms case otherwise cost minutes (attention_forward_triton, H100)."""
+    if margin is None or reference not in samples or not samples[reference]:
+        return set()
+    ref = statistics.median(samples[reference])
+    return {n for n, v in samples.items() if n != reference and v and statistics.median(v) > margin * ref}
 
 
 _BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}
