@@ -30,3 +30,36 @@ def test_tried_candidates_are_not_proposed_again():
     history = tuple(HistoryEntry(c.hash, c.origin, c.description, Status.OK) for c in first)
     second = RuleProposer().propose(_ctx(task, task.source, history, budget=2))
     assert not {c.hash for c in first} & {c.hash for c in second}
+
+
+DOT_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])
+    b = tl.load(b_ptr + offs[:, None] * BLOCK + offs[None, :])
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], tl.dot(a, b))
+
+
+def mm(a, b):
+    c = torch.empty_like(a)
+    mm_kernel[(1,)](a, b, c, BLOCK=64, num_warps=8)
+    return c
+'''
+
+
+def test_a_dot_kernel_keeps_at_least_four_warps():
+    moves = RuleProposer().moves(DOT_KERNEL, None)
+    warps = [m.description for m in moves if m.description.startswith("num_warps")]
+    assert "num_warps 8 -> 4 at launch 0" in warps
+    assert not [w for w in warps if w.split("-> ")[1].split()[0] in ("1", "2")]
+
+
+def test_an_elementwise_kernel_may_go_down_to_one_warp():
+    moves = RuleProposer().moves(EXAMPLE.read_text(), None)
+    assert any(m.description.startswith("num_warps 4 -> 1") for m in moves)

@@ -75,11 +75,14 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
     return moves
 
 
-def _launch_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
+def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False) -> list[Move]:
+    """num_warps and num_stages neighbours. A kernel with ``tl.dot`` keeps at least 4 warps: on
+    Hopper a warpgroup MMA needs 4, and with fewer the tile's accumulators spill (num_warps 8 -> 1
+    on attention_forward_triton ran 100x slower, H100, 2026-11-23)."""
     moves = []
     warps = knobs.num_warps if knobs.num_warps else 4
     for w in WARPS:
-        if w == warps:
+        if w == warps or (uses_dot and w < 4):
             continue
         score = 0.45 + 0.2 * hints.get("more_parallelism", 0) - 0.05 * abs(w.bit_length() - warps.bit_length())
         moves.append(Move("launch_params", (("num_warps", w), ("site", knobs.site)), score,
@@ -149,7 +152,8 @@ class RuleProposer:
                                   f"widen @triton.autotune of {knobs.kernel}"))
                 continue
             moves += _block_moves(knobs, hints)
-            moves += _launch_moves(knobs, hints)
+            dot = analysis.has_kernel(knobs.kernel) and analysis.kernel(knobs.kernel).uses_dot
+            moves += _launch_moves(knobs, hints, uses_dot=dot)
         moves += _body_moves(hints)
         if "near_roofline" in hints:
             moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
