@@ -119,7 +119,10 @@ def test_rule_proposer_never_returns_configs_over_the_limits(task):
     assert len(cands) == 8 and pruned
     descriptions = {p.description: p for p in pruned}
     assert "shared" in descriptions["BLOCK_K 64 -> 256 at launch 0"].resources
-    assert "registers" in descriptions["num_warps 8 -> 2 at launch 0"].resources
+    # a dot kernel is never offered fewer than 4 warps (search.rules), so nothing to prune there;
+    # register pruning itself: test_an_accumulator_too_big_for_the_warps_is_pruned_for_registers
+    offered = {c.description for c in cands} | set(descriptions)
+    assert not {"num_warps 8 -> 2 at launch 0", "num_warps 8 -> 1 at launch 0"} & offered
     assert all(p.history_entry().status is Status.PRUNED for p in pruned)
     assert not {c.hash for c in cands} & {p.candidate for p in pruned}
     for c in cands:
