@@ -117,3 +117,14 @@ def test_cases_before_an_out_of_memory_death_count_as_run():
     failed = dict(check.perf_failed)
     assert check.perf_ok == ("p0",) and set(failed) == {"p1", "p2", "p3"}
     assert failed["p2"].startswith("not run: oom") and device_oom(failed["p1"]) is False
+
+
+def test_baselines_of_an_older_timing_revision_are_timed_again():
+    from tritonforge.bench.baseline import BaselineRecord, current
+    from tritonforge.model.serialize import dumps, loads
+    from tritonforge.runtime.timing import TIMING_REVISION
+
+    new = BaselineRecord("k", "test", True, True, "", (), 1.0, "cuda", TIMING_REVISION)
+    assert current(new) and not current(None)
+    stored_before = dumps(new).replace(f'"timing_revision": {TIMING_REVISION}', '"x": 0')
+    assert not current(loads(stored_before))          # no revision field: taken again

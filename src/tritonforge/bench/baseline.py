@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..model import CaseRole, Status, Task
 from ..runtime.service import Evaluator, original_variant
-from ..runtime.timing import TimingPlan
+from ..runtime.timing import TIMING_REVISION, TimingPlan
 from ..store import RunStore
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,7 @@ class BaselineRecord:
     cases: tuple[CaseBaseline, ...]
     wall_s: float
     device: str
+    timing_revision: int = 1          # runtime.timing.TIMING_REVISION when timed (1: before it existed)
 
     @property
     def perf_ok(self) -> int:
@@ -162,7 +163,8 @@ def time_baseline(task: Task, check: RunCheck, evaluator: Evaluator) -> Baseline
                   for c in task.performance_cases)
     runnable = check.test_ok and any(c.ok for c in cases)
     return BaselineRecord(task.name, task.origin, runnable, check.test_ok, check.test_error,
-                          cases, check.wall_s + time.perf_counter() - start, evaluator.device)
+                          cases, check.wall_s + time.perf_counter() - start, evaluator.device,
+                          TIMING_REVISION)
 
 
 def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], store: RunStore, *,
@@ -183,7 +185,7 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
     def over() -> bool:
         return budget_s is not None and time.perf_counter() - start > budget_s
 
-    todo = [t for t in tasks if store.get_record("baseline", t.name) is None]
+    todo = [t for t in tasks if not current(store.get_record("baseline", t.name))]
     need_check = [t for t in todo if store.get_record("baseline-run", t.name) is None]
     lock = threading.Lock()
     evaluators = [make_evaluator(i) for i in range(max(1, jobs))]
@@ -236,9 +238,14 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
     finally:
         for e in evaluators:
             e.close()
-    records = [r for r in (store.get_record("baseline", t.name) for t in tasks) if r is not None]
-    left = [t.name for t in tasks if store.get_record("baseline", t.name) is None]
+    records = [r for r in (store.get_record("baseline", t.name) for t in tasks) if current(r)]
+    left = [t.name for t in tasks if not current(store.get_record("baseline", t.name))]
     return records, left
+
+
+def current(record: BaselineRecord | None) -> bool:
+    """A stored record timed by this timing revision (an older one is timed again)."""
+    return record is not None and record.timing_revision == TIMING_REVISION
 
 
 from ..model.serialize import register as _register  # noqa: E402

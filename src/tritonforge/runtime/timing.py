@@ -22,6 +22,11 @@ from ..model import TimingMethod
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024   # larger than any current GPU's L2 (H100 50 MB, H200 60 MB)
 
+# Bumped when a change makes earlier timings incomparable; stored timings of an older revision are
+# taken again. 2: no reseeding inside timed calls (2026-11-23; revision 1 carried a 100-150 us
+# host-side floor per call).
+TIMING_REVISION = 2
+
 
 @dataclass(frozen=True)
 class TimingPlan:
