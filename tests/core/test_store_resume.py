@@ -15,6 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "example
 
 DRIVER = textwrap.dedent('''
     import sys
+    import time
     from pathlib import Path
     from tritonforge.bench.baseline import run_baseline
     from tritonforge.config import Settings
@@ -27,8 +28,11 @@ DRIVER = textwrap.dedent('''
     tasks = [replace(base, name=f"sin{i}", source=base.source + f"# variant {i}" + chr(10)) for i in range(4)]
     settings = Settings(device="cpu", case_timeout_s=60)
     with RunStore(run / "store.sqlite") as store:
+        # done_with paces the run (1 s after each task's phase) so that the kill lands between
+        # records: timing one on the interpreter takes 0.2 s, less than the test's polling
         run_baseline(tasks, lambda i: Evaluator(settings, run / f"w{i}", store, device="cpu"),
-                     store, progress=lambda s: print(s, flush=True))
+                     store, progress=lambda s: print(s, flush=True),
+                     done_with=lambda name: time.sleep(1.0))
     print("FINISHED", flush=True)
 ''')
 
