@@ -69,7 +69,7 @@ def test_slow_cases_stop_at_the_case_budget_after_the_minimum_rounds(monkeypatch
 
 
 def test_variants_far_slower_on_one_case_are_not_timed_on_the_next():
-    from tritonforge.runtime.evaluate import _far_slower
+    from tritonforge.runtime.timing import far_slower as _far_slower
 
     samples = {"inc": [1.0, 1.0, 1.1], "ok": [1.2, 1.2], "awful": [40.0], "empty": []}
     assert _far_slower(samples, "inc", 1.3) == {"awful"}

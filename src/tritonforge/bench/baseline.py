@@ -137,8 +137,12 @@ def retry_alone(task: Task, check: RunCheck, evaluator: Evaluator) -> RunCheck:
     still = {f.case_id: f.one_line() for f in r.case_failures}
     if r.failure is not None:
         still.update({cid: r.failure.one_line() for cid in retry if cid not in still})
-    failed = {cid: err for cid, err in check.perf_failed if cid not in retry or cid in still}
-    failed.update({cid: err for cid, err in still.items() if cid in retry})
+    failed = dict(check.perf_failed)
+    for cid in retry:             # the alone run's word replaces phase 1's
+        if cid in still:
+            failed[cid] = still[cid]
+        else:
+            del failed[cid]
     ran = set(check.perf_ok) | {cid for cid in retry if cid not in still}
     ok = tuple(c.id for c in task.performance_cases if c.id in ran)
     return replace(check, test_ok=test_ok, test_error=test_error, perf_ok=ok,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +21,7 @@ from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules
 from .protocol import EvaluateRequest, Progress
-from .timing import time_interleaved
+from .timing import far_slower, time_interleaved
 
 log = logging.getLogger(__name__)
 
@@ -178,18 +177,10 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             by_name = {s.variant.name: s for s in timed}
             for name, values in samples.items():
                 by_name[name].timings.append(Timing(case.id, name, method, tuple(values)))
-            hopeless |= _far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
+            # far slower on this case: not timed on the next ones (the per-case regression limit
+            # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
+            hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
     return _finish(task, states, device, []), broken
-
-
-def _far_slower(samples: dict[str, list[float]], reference: str, margin: float | None) -> set[str]:
-    """Variants whose median is over ``margin`` times the reference's on this case: they are not
-    timed on the cases after it (the per-case regression limit rejects them already). A candidate
-    100x slower on a 350 ms case otherwise cost minutes (attention_forward_triton, H100)."""
-    if margin is None or reference not in samples or not samples[reference]:
-        return set()
-    ref = statistics.median(samples[reference])
-    return {n for n, v in samples.items() if n != reference and v and statistics.median(v) > margin * ref}
 
 
 _BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from ..verify.tree import iter_tensors
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +36,7 @@ def cache_dir() -> Path | None:
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
+    return [t for _, t in iter_tensors(value, "")]
 
 
 def on_host_only(inputs: list[Any]) -> bool:
@@ -66,8 +63,6 @@ RESERVE_FRACTION = 0.25          # of the disk, left free whatever the inputs ne
 
 def fits_on_disk(folder: Path, inputs: list[Any]) -> bool:
     """The set fits with a quarter of the disk (and at least 8 GiB) still free afterwards."""
-    import shutil
-
     need = sum(t.numel() * t.element_size() for value in inputs for t in _tensors(value))
     probe = folder
     while not probe.exists():
@@ -99,8 +94,6 @@ def store(folder: Path, inputs: list[Any]) -> bool:
 
 def remove_for(root: Path, module_name: str) -> None:
     """Delete the stored sets of one record (``bench`` does after each task: they can be GBs)."""
-    import shutil
-
     if not root.is_dir():
         return
     for folder in root.glob(f"{module_name}-*"):

@@ -175,11 +175,16 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
 
 def _still_worth_timing(active: list[str], samples: dict[str, list[float]], plan: TimingPlan) -> list[str]:
     """Drop the variants (never the first, the reference) already far slower than the first."""
-    if plan.abandon_slower is None or len(active) < 2:
-        return active
-    ref = statistics.median(samples[active[0]])
-    return [active[0]] + [n for n in active[1:]
-                          if statistics.median(samples[n]) <= plan.abandon_slower * ref]
+    slow = far_slower({n: samples[n] for n in active}, active[0], plan.abandon_slower)
+    return [n for n in active if n not in slow]
+
+
+def far_slower(samples: dict[str, list[float]], reference: str, margin: float | None) -> set[str]:
+    """Variants whose median is over ``margin`` times the reference's (never the reference)."""
+    if margin is None or not samples.get(reference):
+        return set()
+    ref = statistics.median(samples[reference])
+    return {n for n, v in samples.items() if n != reference and v and statistics.median(v) > margin * ref}
 
 
 def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,

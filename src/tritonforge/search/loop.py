@@ -250,7 +250,7 @@ class Optimizer:
         for round_ in range(1, max_rounds + 1):
             # a round that would likely end past the budget is not started (one round of
             # attention_forward_triton took 180 s: a check at the start alone overran by minutes)
-            if budget_s is not None and time.perf_counter() - start + (last_round_s if round_ > 1 else 0.0) > budget_s:
+            if budget_s is not None and time.perf_counter() - start + last_round_s > budget_s:
                 stop = "time budget spent"
                 round_ -= 1
                 break
