@@ -13,7 +13,8 @@
 #   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
 #   JOBS         workers side by side for untimed runs (default 6)
-#   NAMES        comma-separated TritonBench-G names for selfcheck/optimize
+#   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
+#                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 set -u
@@ -93,8 +94,9 @@ for step in "$@"; do
       ;;
     optimize)
       log "optimize the TritonBench-G subset (budget $(( $(left) - 60 )) s)"
+      SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
       timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
-        ${NAMES:+--names "$NAMES"} --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
+        --names "$SUBSET" --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
         --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
       ;;
     *) log "unknown step $step";;

@@ -63,3 +63,35 @@ def test_a_dot_kernel_keeps_at_least_four_warps():
 def test_an_elementwise_kernel_may_go_down_to_one_warp():
     moves = RuleProposer().moves(EXAMPLE.read_text(), None)
     assert any(m.description.startswith("num_warps 4 -> 1") for m in moves)
+
+
+LOOP_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def total(x):
+    out = torch.empty(x.shape[0], device=x.device)
+    row_sum[(x.shape[0],)](x, out, x.shape[1], BLOCK=256)
+    return out
+'''
+
+
+def test_num_stages_is_moved_only_where_a_loop_loads():
+    stages = lambda src: [m for m in RuleProposer().moves(src, None)   # noqa: E731
+                          if m.description.startswith("num_stages")]
+    assert stages(LOOP_KERNEL)                   # a loop over loads: pipelining can change it
+    assert not stages(DOT_KERNEL)                # straight-line: every num_stages is the same code
+    no_loop = task_from_file(EXAMPLE).source     # the sin example has no loop either
+    assert not stages(no_loop)

@@ -75,10 +75,13 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
     return moves
 
 
-def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False) -> list[Move]:
+def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False,
+                  pipelined: bool = True) -> list[Move]:
     """num_warps and num_stages neighbours. A kernel with ``tl.dot`` keeps at least 4 warps: on
     Hopper a warpgroup MMA needs 4, and with fewer the tile's accumulators spill (num_warps 8 -> 1
-    on attention_forward_triton ran 100x slower, H100, 2026-11-23)."""
+    on attention_forward_triton ran 100x slower, H100, 2026-11-23). ``num_stages`` only pipelines
+    loads inside loops: a kernel with none (``pipelined`` False) gets no num_stages moves, which
+    would compile to the same code and spend a timing slot each."""
     moves = []
     warps = knobs.num_warps if knobs.num_warps else 4
     for w in WARPS:
@@ -88,13 +91,27 @@ def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False) -
         moves.append(Move("launch_params", (("num_warps", w), ("site", knobs.site)), score,
                           f"num_warps {warps} -> {w} at launch {knobs.site}"))
     stages = knobs.num_stages if knobs.num_stages else 3
-    for s in STAGES:
+    for s in STAGES if pipelined else ():
         if s == stages:
             continue
         score = 0.35 - 0.05 * abs(s - stages)
         moves.append(Move("launch_params", (("num_stages", s), ("site", knobs.site)), score,
                           f"num_stages {stages} -> {s} at launch {knobs.site}"))
     return moves
+
+
+def _loops_with_loads(kernel: Any) -> bool:
+    from ..analyze.model import LoopKind
+
+    return any(loop.loads > 0 and loop.kind is not LoopKind.STATIC_RANGE for loop in kernel.loops)
+
+
+def _may_pipeline(analysis: Any, kernel_name: str) -> bool:
+    """Whether num_stages can change ``kernel_name``'s code: it (or a jit helper it may call,
+    conservatively any jit function in the file that no launch site names) loops over loads."""
+    launched = {k.kernel for k in analysis.knobs}
+    return any(_loops_with_loads(k) for k in analysis.kernels
+               if k.name == kernel_name or k.name not in launched)
 
 
 def _body_moves(hints: dict[str, float]) -> list[Move]:
@@ -152,8 +169,10 @@ class RuleProposer:
                                   f"widen @triton.autotune of {knobs.kernel}"))
                 continue
             moves += _block_moves(knobs, hints)
-            dot = analysis.has_kernel(knobs.kernel) and analysis.kernel(knobs.kernel).uses_dot
-            moves += _launch_moves(knobs, hints, uses_dot=dot)
+            known = analysis.has_kernel(knobs.kernel)
+            dot = known and analysis.kernel(knobs.kernel).uses_dot
+            moves += _launch_moves(knobs, hints, uses_dot=dot,
+                                   pipelined=not known or _may_pipeline(analysis, knobs.kernel))
         moves += _body_moves(hints)
         if "near_roofline" in hints:
             moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
