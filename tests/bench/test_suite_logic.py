@@ -159,3 +159,33 @@ def test_the_frozen_subset_is_the_rule_applied_to_the_committed_runnable_check(t
     frozen = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert len(runnable) == 124
     assert frozen == expected
+
+
+def test_the_suite_leaves_a_record_it_cannot_give_its_full_budget_for_later():
+    from tritonforge.bench.optimize import run_suite
+
+    class Store:
+        def __init__(self):
+            self.records = {}
+
+        def get_record(self, kind, name):
+            return self.records.get(name)
+
+        def put_record(self, kind, name, value):
+            self.records[name] = value
+
+    ran = []
+
+    def one(task, remaining):
+        ran.append((task.name, remaining))
+        import time as _t
+        _t.sleep(0.3)
+        return _result(task.name)
+
+    tasks = [SimpleNamespace(name=n) for n in ("a", "b", "c")]
+    store = Store()
+    done, left = run_suite(tasks, one, store, budget_s=0.5, progress=lambda s: None, need_s=0.35)
+    assert [n for n, _ in ran] == ["a"]            # b would have had under 0.35 s: not started
+    assert left == ["b", "c"] and "b" not in store.records
+    done, left = run_suite(tasks, one, store, budget_s=None, progress=lambda s: None, need_s=0.35)
+    assert [n for n, _ in ran] == ["a", "b", "c"] and left == [] and len(done) == 3

@@ -112,7 +112,7 @@ def gpu_run(tmp_path_factory):
         {"small": 0.0101}, {}, DeviceInfo("NVIDIA H200 (stand-in)", False, capability="9.0")))
     mp.setattr(session, "measure_peaks_isolated", lambda timeout_s=300.0: (_peaks(), None))
     real_env = session._child_env
-    mp.setattr(session, "_child_env", lambda device: real_env("cpu"))   # the interpreter runs it
+    mp.setattr(session, "_child_env", lambda device, perf_inputs_dir=None: real_env("cpu"))
     import io
     from contextlib import redirect_stdout
     out = io.StringIO()
@@ -146,6 +146,45 @@ def test_gpu_path_profiles_one_call_under_ncu(gpu_run):
     assert "tritonforge.runtime.standalone" in seen and "--profiler-range" in seen
     capture = standalone.read_capture(tmp / "profile" / "sin_block4" / "launches.json")
     assert capture.launches_per_call == 1 and capture.warmup_launches == 1 and not capture.error
+
+
+def test_a_caller_that_timed_the_case_is_not_timed_again(tmp_path):
+    """The optimization loop passes its baseline's time: no worker is started to time it again,
+    and the children get the run's shared perf-script inputs."""
+    from tritonforge.config import Settings
+    from tritonforge.runtime.perf_inputs import ENV_DIR
+
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    envs = []
+    real_env = session._child_env
+
+    def child_env(device, perf_inputs_dir=None):
+        envs.append(real_env("cuda", perf_inputs_dir).get(ENV_DIR))
+        return real_env("cpu")
+
+    def no_timing(*args):
+        raise AssertionError("timed again")
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TRITONFORGE_NCU", str(fake))
+    mp.setenv("FAKE_NCU_CSV", str(FIXTURES / "h200_sin_basic_raw.csv"))
+    mp.setenv("FAKE_NCU_SEEN", str(tmp_path / "seen.txt"))
+    mp.setattr("tritonforge.runtime.service.resolve_device", lambda setting: "cuda")
+    mp.setattr(session, "_time_cases", no_timing)
+    mp.setattr(session, "measure_peaks_isolated", lambda timeout_s=300.0: (_peaks(), None))
+    mp.setattr(session, "_child_env", child_env)
+    try:
+        outcome = session.profile_task(
+            load_task(SIN), Settings(run_dir=str(tmp_path / "run")),
+            session.ProfileOptions(case_id="small", known_time_ms=0.0202, device_name="H100 (stand-in)",
+                                   capability="9.0", perf_inputs_dir=tmp_path / "perf-inputs"))
+    finally:
+        mp.undo()
+    assert outcome.time_us == pytest.approx(20.2) and outcome.device_name == "H100 (stand-in)"
+    assert outcome.profile.source == "ncu" and outcome.profile.roofline.time_us == pytest.approx(20.2)
+    assert envs and set(envs) == {str(tmp_path / "perf-inputs")}
 
 
 # ---- the pieces -----------------------------------------------------------------------------

@@ -117,6 +117,9 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
     return 0
 
 
+FINAL_CHECK_S = 60.0    # the fresh-process final check runs after a kernel's search budget
+
+
 def _optimize(args: argparse.Namespace, settings) -> int:
     from ..api import build_proposers, record_llm_usage
     from ..search.loop import Optimizer, make_evaluators
@@ -143,7 +146,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
             return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
 
         def one(task, remaining):
-            per_task = args.per_kernel if remaining is None else min(args.per_kernel, remaining - 20)
+            per_task = args.per_kernel if remaining is None else min(args.per_kernel, remaining - FINAL_CHECK_S)
             proposers = build_proposers(settings, run_dir)
             opt = Optimizer(task, settings, evaluators, proposers, store, _say,
                             make_final_evaluator=fresh)
@@ -154,7 +157,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
                 remove_for(Path(settings.run_dir) / "perf-inputs", task.name)
 
         try:
-            results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say)
+            results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say,
+                                      need_s=args.per_kernel + FINAL_CHECK_S)
             env = _environment(evaluators[0])
         finally:
             for e in evaluators:
@@ -174,7 +178,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"environment": env, "headline": head, "left": left,
-                                              "names": names,
+                                              "names": names, "per_kernel_s": args.per_kernel,
                                               "results": [to_jsonable(r) for r in results]},
                                              indent=1))
     return 0

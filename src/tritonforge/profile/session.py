@@ -58,6 +58,13 @@ class ProfileOptions:
     ncu_timeout_s: float = 300.0
     arch: int | None = None           # compile target (capability x10); default: the GPU's, else 90
     out: Path | None = None           # the profile's JSON (default RUN_DIR/profile.json)
+    # What the caller already measured (the optimization loop's baseline): with ``case_id``, the
+    # case's time and the GPU, so that no worker is started just to time the case again (14-35 s
+    # a kernel on an H100, 2026-11-23).
+    known_time_ms: float | None = None
+    device_name: str | None = None
+    capability: str | None = None     # "9.0"
+    perf_inputs_dir: Path | None = None   # a run's shared perf-script inputs (runtime.perf_inputs)
 
 
 @dataclass(frozen=True)
@@ -147,8 +154,12 @@ def launch_requests(launches: Sequence[Any], arch: int) -> tuple[list[CompileReq
     return list(requests.values()), failed
 
 
-def _child_env(device: str) -> dict[str, str]:
+def _child_env(device: str, perf_inputs_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if perf_inputs_dir is not None:
+        from ..runtime.perf_inputs import ENV_DIR
+
+        env[ENV_DIR] = str(perf_inputs_dir)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -233,7 +244,15 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
     with RunStore(store_path) as store:
         store.put_task(task)
         time_us, failure, device_name, arch = None, None, "cpu (triton interpreter)", options.arch or 90
-        if device == "cuda":
+        known = device == "cuda" and options.case_id is not None and options.known_time_ms is not None
+        if known:
+            case, why = choose_case(task, options.case_id, {})
+            time_us = options.known_time_ms * 1e3
+            device_name = options.device_name or "cuda"
+            if options.arch is None and options.capability:
+                arch = int(options.capability.replace(".", ""))
+            notes.append("time: the caller's measurement of the case (not timed again here)")
+        elif device == "cuda":
             progress("timing the original on the GPU")
             times, failures, info = _time_cases(task, settings, run_dir, store, options.case_id)
             device_name = info.name
@@ -274,12 +293,13 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                 ncu = profile_with_ncu(NcuRequest(
                     python_cmd=("--profile-from-start", "off", *cmd), kernel_names=names,
                     launch_count=MAX_PROFILED_LAUNCHES, timeout_s=options.ncu_timeout_s,
-                    arch=arch), workdir=str(work), env=_child_env(device))
+                    arch=arch), workdir=str(work), env=_child_env(device, options.perf_inputs_dir))
             else:
                 notes.append("Nsight Compute was not asked for (--no-ncu)")
         if not capture_path.exists():
             progress("recording the launches")
-            problem = _run_child(cmd, _child_env(device), settings.case_timeout_s + 120)
+            problem = _run_child(cmd, _child_env(device, options.perf_inputs_dir),
+                                 settings.case_timeout_s + 120)
             if problem and not capture_path.exists():
                 notes.append(f"recording the launches failed: {problem.splitlines()[0][:300]}")
         capture = read_capture(capture_path) if capture_path.exists() else None

@@ -235,7 +235,7 @@ class Optimizer:
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,
                                 sm_count=info.sm_count if info else 0,
                                 capability=getattr(info, "capability", "") if info else "")
-        diagnosis = self._diagnose(original, profile_case(search_ids, base), notes)
+        diagnosis = self._diagnose(original, profile_case(search_ids, base), notes, base, hardware)
         patience = self.settings.patience
         if diagnosis is not None and diagnosis.near_roofline and not self.interpreted:
             # little is left to gain: one round of the likeliest moves, then stop
@@ -416,11 +416,13 @@ class Optimizer:
                           f": {outcome.stop_reason} ({len(outcome.attempts)} attempt(s))")
         return fixed
 
-    def _diagnose(self, incumbent: Candidate, case_id: str | None, notes: list[str]):
+    def _diagnose(self, incumbent: Candidate, case_id: str | None, notes: list[str],
+                  baseline: VariantResult | None = None, hardware: HardwareInfo | None = None):
         """Profile the incumbent on one search case; the diagnosis steers the proposers.
 
         Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise. A
-        profiling failure is a note, never the end of the run.
+        profiling failure is a note, never the end of the run. The case's time comes from the
+        ``baseline`` timing (not timed again), and the perf-script inputs from the run's disk cache.
         """
         self.profile = None
         if self.settings.profile == "off":
@@ -429,10 +431,16 @@ class Optimizer:
 
         case = case_id if not self.interpreted else None
         use_ncu = self.settings.profile == "auto" and not self.interpreted
+        times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms} if baseline else {}
+        options = ProfileOptions(
+            case_id=case, use_ncu=use_ncu, ncu_timeout_s=120.0, known_time_ms=times.get(case),
+            device_name=hardware.name if hardware else None,
+            capability=hardware.capability if hardware else None,
+            perf_inputs_dir=Path(self.settings.run_dir) / "perf-inputs")
         try:
             outcome = profile_task(replace(self.task, source=incumbent.source),
                                    self.settings.replace(run_dir=str(Path(self.settings.run_dir) / "profiles")),
-                                   ProfileOptions(case_id=case, use_ncu=use_ncu, ncu_timeout_s=120.0))
+                                   options)
         except Exception as exc:  # noqa: BLE001 - profiling is advice, not a requirement
             notes.append(f"profiling failed, proposing without a diagnosis: {exc}")
             return None
