@@ -7,6 +7,8 @@ plan, device), so a run that is killed and started again finds what it already d
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 from pathlib import Path
 
@@ -39,6 +41,13 @@ def timing_plan(settings: Settings) -> TimingPlan:
     return TimingPlan(rounds=settings.timing_rounds, round_ms=settings.timing_round_ms,
                       warmup_ms=settings.timing_warmup_ms, flush_l2=settings.flush_l2,
                       cuda_graph=settings.cuda_graph)
+
+
+def final_check_plan(settings: Settings) -> TimingPlan:
+    """The final check times every variant on every case in full: its figures are the ones
+    reported, and a variant dropped early there (on one noisy estimate) would lose a real
+    speedup. The per-case time budget still bounds slow cases."""
+    return dataclasses.replace(timing_plan(settings), abandon_slower=None)
 
 
 def original_variant(task: Task) -> Variant:

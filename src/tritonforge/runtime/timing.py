@@ -58,24 +58,18 @@ class _Flusher:
 
 
 def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) -> float:
-    """Warm up ``fn`` (compilation, autotuning, caches) and estimate one call's time in ms."""
+    """Warm up ``fn`` (compilation, autotuning, caches) and estimate one call's time in ms.
+
+    A quick call is estimated by the median of three calls timed one by one: the estimate can
+    drop a variant on its own (``TimingPlan.abandon_slower``), and one hiccup in a mean of three
+    once read 0.44 ms for a 0.016 ms call and dropped a 27x faster candidate in a final check
+    (add_example, H100, 2026-11-23). A slow call (``warmup_ms`` or more) is its own estimate.
+    """
     fn()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    flush()
-    fn()
-    end.record()
-    torch.cuda.synchronize()
-    per_call = start.elapsed_time(end)
-    if per_call < warmup_ms:          # a slow call is its own estimate; a quick one gets three more
-        start.record()
-        for _ in range(3):
-            flush()
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        per_call = start.elapsed_time(end) / 3
+    per_call = _time_events(fn, 1, flush)[0]
+    if per_call < warmup_ms:
+        per_call = statistics.median(_time_events(fn, 3, flush))
     per_call = max(per_call, 1e-3)
     extra = int(min(max(warmup_ms / per_call, 0), 1000))
     for _ in range(extra):

@@ -26,7 +26,7 @@ from ..model import (
     Candidate, CaseRole, Decision, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
     Status, Task, Variant, VariantResult,
 )
-from ..runtime.service import Evaluator
+from ..runtime.service import Evaluator, final_check_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .proposer import Proposer
@@ -482,7 +482,8 @@ class Optimizer:
         ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
         try:
             evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(best, "best")),
-                                     purpose="final", verify=True, time=True, keep_going=True)
+                                     purpose="final", verify=True, time=True, keep_going=True,
+                                     plan=final_check_plan(self.settings))
         finally:
             if ev is not self.timer:
                 ev.close()
