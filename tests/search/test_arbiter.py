@@ -44,3 +44,30 @@ def test_incorrect_candidate_is_rejected_whatever_its_speed():
 def test_interpreter_accepts_by_correctness_only_and_says_so():
     d = judge(_result("inc", {"a": 1.0}), _result("cand", {"a": 5.0}), ("a",), interpreted=True)
     assert d.accepted and "correctness only" in d.reason
+
+
+def _bimodal(name, fast, slow, share_slow, n, seed):
+    rng = random.Random(seed)
+    return tuple(slow if rng.random() < share_slow else fast * (1 + rng.gauss(0, 0.01)) for _ in range(n))
+
+
+def test_a_noisy_tiny_case_does_not_veto_a_real_speedup_but_a_clear_regression_does():
+    """bmm_chunk_bwd (H100): a 10 us case whose samples spread bimodally from 5 to 66 us read 78%
+    slower on its medians and vetoed a candidate 1.3x faster on every large case."""
+    inc = VariantResult("inc", "inc", Status.OK, timings=(
+        Timing("tiny", "inc", TimingMethod.CUDA_EVENTS, _bimodal("inc", 0.005, 0.066, 0.5, 400, 1)),
+        Timing("big", "inc", TimingMethod.CUDA_EVENTS, tuple(0.86 * (1 + random.Random(2).gauss(0, 0.002))
+                                                             for _ in range(100)))))
+    cand = VariantResult("cand", "cand", Status.OK, timings=(
+        Timing("tiny", "cand", TimingMethod.CUDA_EVENTS, _bimodal("cand", 0.005, 0.066, 0.52, 400, 3)),
+        Timing("big", "cand", TimingMethod.CUDA_EVENTS, tuple(0.65 * (1 + random.Random(4).gauss(0, 0.002))
+                                                              for _ in range(100)))))
+    d = judge(inc, cand, ("tiny", "big"), interpreted=False)
+    assert d.accepted and d.speedup > 1.2, d.reason
+    # a steady tiny case 30% slower: a real regression still vetoes, however small the case
+    steady = _result("inc", {"tiny": 0.005}, noise=0.02, n=400)
+    inc = VariantResult("inc", "inc", Status.OK, timings=(steady.timings[0], inc.timings[1]))
+    slower = VariantResult("cand", "cand", Status.OK, timings=(
+        _result("cand", {"tiny": 0.0065}, noise=0.02, seed=5, n=400).timings[0], cand.timings[1]))
+    d = judge(inc, slower, ("tiny", "big"), interpreted=False)
+    assert not d.accepted and "case tiny" in d.reason and "lower bound" in d.reason
