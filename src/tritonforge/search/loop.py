@@ -194,6 +194,30 @@ class Optimizer:
                     results[cand.hash] = evaluation.result("candidate")
         return results
 
+    def _cases_the_original_crashes(self, task: Task, original: Candidate, cands: list[Candidate],
+                                    verified: dict[str, VariantResult],
+                                    case_ids: tuple[str, ...]) -> set[str]:
+        """Cases where candidates crashed and the ORIGINAL crashes too, run exactly as a candidate
+        is (after the original, in the same worker).
+
+        On attention_fwd_triton3 (H100, 2026-11-23) every candidate of a round, num_warps changes
+        and pipelining alike, hit an illegal memory access on one perf-script case that the
+        original alone ran cleanly: a run of the original leaves that case's memory in a state a
+        second run cannot survive. Such a case cannot judge a candidate; every other crash stays
+        the candidate's.
+        """
+        crashed = {verified[c.hash].failure.case_id for c in cands
+                   if verified[c.hash].status is Status.CRASH and verified[c.hash].failure is not None}
+        unsafe = set()
+        for cid in sorted(x for x in crashed if x in case_ids):
+            twin = Candidate(original.source, "original", description="the original, as a candidate")
+            evaluation = self.timer.evaluate(task, (_variant(original, "original"), _variant(twin, "candidate")),
+                                             purpose="original-twice", case_ids=(cid,), verify=True,
+                                             time=False, use_store=False)
+            if evaluation.result("candidate").status is Status.CRASH:
+                unsafe.add(cid)
+        return unsafe
+
     def _time(self, task: Task, incumbent: Candidate, cands: list[Candidate],
               case_ids: tuple[str, ...]) -> Evaluation:
         variants = (_variant(incumbent, "incumbent"),) + tuple(
@@ -277,6 +301,16 @@ class Optimizer:
                 if self.store:
                     self.store.put_candidate(task.name, c)
             verified = self._verify_all(task, original, cands, verify_ids)
+            unsafe = self._cases_the_original_crashes(task, original, cands, verified, verify_ids)
+            if unsafe:
+                task = replace(task, cases=tuple(c for c in task.cases if c.id not in unsafe))
+                verify_ids = tuple(i for i in verify_ids if i not in unsafe)
+                search_ids = tuple(i for i in search_ids if i not in unsafe) or search_ids
+                notes += [f"case {cid} dropped: the original itself crashes there when it runs "
+                          "after itself, as a candidate does (not a candidate's fault)" for cid in unsafe]
+                self.progress(f"{task.name}: {notes[-1]}")
+                again = [c for c in cands if verified[c.hash].status is Status.CRASH]
+                verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
             for c in cands:
                 r = verified[c.hash]
