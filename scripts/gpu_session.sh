@@ -9,7 +9,7 @@
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
 # $OUT/session.tgz); unpack gpu-store.tgz here into the repo root and name .gpu-store in the next
-# call's carry to go on where it stopped.
+# call's carry to go on where it stopped (or carry that gpu-store.tgz itself as .gpu-store.tgz).
 #   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
 #   JOBS         workers side by side for untimed runs (default 6)
@@ -27,6 +27,9 @@ export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # The device tool brings back at most 8 files from $OUT: everything is written into a scratch
 # folder and packed into $OUT/session.tgz (logs, summaries) and $OUT/gpu-store.tgz (the stores).
+# The stores may travel packed (the carry is limited to 64 MiB): a .gpu-store.tgz (as the last
+# call's $OUT/gpu-store.tgz) is unpacked here first.
+if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"; fi
 FINAL_OUT="${OUT:-/tmp/tf-out}"; OUT="$(mktemp -d)"; mkdir -p "$FINAL_OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
 JOBS="${JOBS:-6}"
