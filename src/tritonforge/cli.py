@@ -65,9 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="at most this many rounds (default 8)")
     opt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     opt.add_argument("--jobs", type=int, default=2, help="verification workers side by side")
-    opt.add_argument("--emit", choices=["fixed", "autotune"], default=None,
-                     help="write the best config fixed in the code (default) or an "
-                          "@triton.autotune over the best few configs")
+    opt.add_argument("--emit", choices=["auto", "fixed", "autotune"], default=None,
+                     help="write the best config fixed in the code, or an @triton.autotune over "
+                          "the best few configs; auto (default): fixed, unless the best fixed "
+                          "config is faster overall but slower on some size, then an autotune "
+                          "over it and the original's config")
     opt.add_argument("--out", help="where the faster file, diff and reports go "
                                    "(default RUN_DIR/output)")
     _common(opt)

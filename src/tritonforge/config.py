@@ -46,7 +46,8 @@ class Settings:
     min_speedup: float = 1.05
     max_case_regression: float = 0.05
     profile: str = "auto"             # auto: Nsight Compute when there is a GPU; static: no ncu; off
-    emit: str = "fixed"               # fixed: the best config written in; autotune: @triton.autotune over the best few
+    emit: str = "auto"                # fixed: the best config written in; autotune: @triton.autotune over
+    # the best few; auto: fixed, unless one size got slower: then autotune over it and the original
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
@@ -126,8 +127,8 @@ def load_settings(
     settings = base.replace(**coerced)
     if settings.profile not in ("auto", "static", "off"):
         raise ConfigError(f"profile must be auto, static or off, not {settings.profile!r}")
-    if settings.emit not in ("fixed", "autotune"):
-        raise ConfigError(f"emit must be fixed or autotune, not {settings.emit!r}")
+    if settings.emit not in ("fixed", "autotune", "auto"):
+        raise ConfigError(f"emit must be auto, fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"device must be auto, cuda or cpu, not {settings.device!r}")
     return settings

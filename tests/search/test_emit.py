@@ -43,3 +43,25 @@ def test_autotuned_output_verifies(tmp_path):
         result = ev.evaluate(task, (original_variant(task), Variant("auto", auto.source, auto.hash)),
                              purpose="t", verify=True, time=False).result("auto")
     assert result.status is Status.OK, result
+
+
+def test_auto_emit_turns_a_one_size_veto_into_an_autotune_with_the_original_config():
+    """emit=auto: a best fixed config faster overall but vetoed by one slower size becomes an
+    autotune over it and the ORIGINAL config (each size then takes its faster one)."""
+    from tritonforge.model import Decision
+    from tritonforge.search.arbiter import ArbiterPolicy
+    from tritonforge.search.loop import Optimizer
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.settings, opt.policy = Settings(), ArbiterPolicy()
+    assert Settings().emit == "auto"
+    vetoed = Decision("h", False, 1.25, 1.24, 1.1, 1.72, "case perf-00 is 72.3% slower")
+    noise = Decision("h", False, 1.01, 0.99, 1.0, 1.02, "within noise")
+    assert opt._vetoed_by_one_size(vetoed) and not opt._vetoed_by_one_size(noise)
+    assert not opt._vetoed_by_one_size(None)
+    src = EXAMPLE.read_text()
+    best, _ = _cands(src)
+    auto = autotune_candidate(Candidate(src, "original"), [best, Candidate(src, "original")])
+    assert auto is not None
+    assert "triton.Config({'BLOCK_SIZE': 1024}" in auto.source
+    assert "triton.Config({'BLOCK_SIZE': 4}" in auto.source        # the original's config

@@ -376,6 +376,11 @@ class Optimizer:
             notes.append(f"final check rejected {cand.description!r}: {final.reason}")
         if self.settings.emit == "autotune" and ranked:
             final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
+        elif self.settings.emit == "auto" and chain and best_c is original and \
+                self._vetoed_by_one_size(final):
+            # faster overall, slower on some size: let each size take the faster config
+            final, best_c = self._emit_autotune(task, original, [(1.0, 0, chain[-1])], final,
+                                                best_c, notes, with_original=True)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes))
@@ -505,14 +510,26 @@ class Optimizer:
             self.store.put_profile(self.task.name, incumbent.hash, outcome.profile)
         return d
 
+    def _vetoed_by_one_size(self, final: Decision | None) -> bool:
+        """The final check found the best fixed config faster overall, but some case slower
+        beyond the per-case limit (seen on triton_conv2d_fwd, H100: 1.25x overall, a 45 us case
+        72% slower, BLOCK 128 -> 256)."""
+        return (final is not None and not final.accepted and final.speedup == final.speedup
+                and final.speedup >= self.settings.min_speedup
+                and final.worst_case_ratio > 1 + self.policy.max_case_regression)
+
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
-                       best: Candidate, notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """Offer @triton.autotune over the best configs; keep it if it holds up as well."""
+                       best: Candidate, notes: list[str],
+                       with_original: bool = False) -> tuple[Decision | None, Candidate]:
+        """Offer @triton.autotune over the best configs (and the original's, ``with_original``);
+        keep it if it holds up as well."""
         from .emit import autotune_candidate
         from .prune import task_element_bytes
 
         top = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
-        auto = autotune_candidate(original, top[:5], nbytes=task_element_bytes(task))
+        if with_original:
+            top = top[:5] + [original]
+        auto = autotune_candidate(original, top[:6], nbytes=task_element_bytes(task))
         if auto is None:
             notes.append("autotune output not possible here (fewer than two configs, or the "
                          "transform does not apply): the best fixed config is written")
