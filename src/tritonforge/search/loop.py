@@ -327,7 +327,8 @@ class Optimizer:
                           "after itself, as a candidate does (not a candidate's fault)" for cid in unsafe]
                 self.progress(f"{task.name}: {notes[-1]}")
                 again = [c for c in cands if verified[c.hash].status is Status.CRASH]
-                verified.update(self._verify_all(task, original, again, verify_ids))
+                if verify_ids and again:
+                    verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
             for c in cands:
                 r = verified[c.hash]
@@ -368,18 +369,20 @@ class Optimizer:
                     stop = f"no gain for {stale} rounds"
                     break
         final, best_c = None, original
+        vetoed: Candidate | None = None      # a config faster overall but slower on one size
         for cand in reversed(chain[-3:]):    # the best first, then back along the accepted chain
             final = self._final(task, original, cand)
             if final.accepted:
                 best_c = cand
                 break
+            if vetoed is None and self._vetoed_by_one_size(final):
+                vetoed = cand
             notes.append(f"final check rejected {cand.description!r}: {final.reason}")
         if self.settings.emit == "autotune" and ranked:
             final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
-        elif self.settings.emit == "auto" and chain and best_c is original and \
-                self._vetoed_by_one_size(final):
+        elif self.settings.emit == "auto" and best_c is original and vetoed is not None:
             # faster overall, slower on some size: let each size take the faster config
-            final, best_c = self._emit_autotune(task, original, [(1.0, 0, chain[-1])], final,
+            final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
                                                 best_c, notes, with_original=True)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
