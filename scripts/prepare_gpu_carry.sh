@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prepare, on this (GPU-less) machine, the git-ignored paths a device call carries:
+#   .whl/           libcst for the GPU image's python 3.12 (the transforms need it; no internet there)
+#   .tbdata/        a copy of ../shared/tritonbench_g (the TritonBench-G records)
+#   .gpu-store.tgz  the run stores to resume, packed (the carry is limited to 64 MiB), built from
+#                   the newest committed stores in bench/results/stores (or STORE_OPTIMIZE /
+#                   STORE_BASELINE: other .sqlite.gz files); an existing .gpu-store/ is kept as is.
+# Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
+#            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
+# and after each call copy its gpu-store.tgz back over .gpu-store.tgz to resume from it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! ls .whl/libcst-*cp312*.whl >/dev/null 2>&1; then
+  mkdir -p .whl
+  python3 -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
+    --no-deps -d .whl "libcst>=1.0"
+fi
+if [ ! -f .tbdata/kernels.json ]; then
+  rm -rf .tbdata && cp -r "${TRITONFORGE_TRITONBENCH:-../shared/tritonbench_g}" .tbdata
+fi
+if [ ! -d .gpu-store ]; then
+  mkdir -p .gpu-store/optimize .gpu-store/baseline
+  opt="${STORE_OPTIMIZE:-$(ls -t bench/results/stores/optimize-h100-*-s3.sqlite.gz | head -1)}"
+  base="${STORE_BASELINE:-$(ls -t bench/results/stores/baseline-h100-*-s3.sqlite.gz | head -1)}"
+  gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
+  gunzip -c "$base" > .gpu-store/baseline/store.sqlite
+  echo "stores: $opt, $base"
+fi
+tar czf .gpu-store.tgz .gpu-store
+du -sh .whl .tbdata .gpu-store.tgz
