@@ -16,6 +16,7 @@
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
+#   REDO         comma-separated records the optimize step forgets in its store and runs again
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 set -u
 export PYTHONUNBUFFERED=1
@@ -99,7 +100,7 @@ for step in "$@"; do
       log "optimize the TritonBench-G subset (budget $(( $(left) - 60 )) s)"
       SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
       timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
-        --names "$SUBSET" --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
+        --names "$SUBSET" ${REDO:+--redo "$REDO"} --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
         --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
       ;;
     *) log "unknown step $step";;

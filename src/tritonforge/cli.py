@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     bopt.add_argument("--per-kernel", type=float, default=150.0, help="seconds per kernel at most")
     bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
+    bopt.add_argument("--redo", help="comma-separated records to forget in the store and run again "
+                                     "(after a harness fix; the output says which)")
     bopt.add_argument("--out", help="write the summary JSON here")
     _common(bopt)
     bsub.add_parser("list", help="list TritonBench-G record names")

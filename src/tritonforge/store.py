@@ -208,6 +208,27 @@ class RunStore:
         return loads(row[0]) if row else None
 
     @_locked
+    def forget_task(self, name: str, record_kind: str) -> int:
+        """Delete everything stored for task ``name`` (its ``record_kind`` record, evaluations with
+        their results and timings, decisions, profiles, candidates), so that a resumed run does it
+        again from scratch; returns how many evaluations went. Used to re-run a record after a
+        harness fix, visibly (``bench optimize --redo``), instead of by hand."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM evaluations WHERE task=?", (name,))]
+        self.db.execute("BEGIN")
+        try:
+            for table in ("results", "timings"):
+                self.db.executemany(f"DELETE FROM {table} WHERE evaluation=?", [(i,) for i in ids])
+            self.db.execute("DELETE FROM evaluations WHERE task=?", (name,))
+            for table in ("decisions", "profiles", "candidates"):
+                self.db.execute(f"DELETE FROM {table} WHERE task=?", (name,))
+            self.db.execute("DELETE FROM records WHERE kind=? AND key=?", (record_kind, name))
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+        return len(ids)
+
+    @_locked
     def records(self, kind: str) -> list[tuple[str, Any]]:
         rows = self.db.execute("SELECT key, body FROM records WHERE kind=? ORDER BY created",
                                (kind,)).fetchall()

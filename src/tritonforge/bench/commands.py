@@ -138,6 +138,9 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     tasks = load_tasks(names)
     run_dir = Path(settings.run_dir)
     with RunStore(run_dir / "store.sqlite") as store:
+        for name in (n.strip() for n in (args.redo or "").split(",") if n.strip()):
+            gone = store.forget_task(name, "optimize")
+            _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
         device = resolve_device(settings.device)
         evaluators = make_evaluators(settings, run_dir, store, args.jobs, device)
         counter = iter(range(100_000))
