@@ -3,8 +3,9 @@
 #   .whl/           libcst for the GPU image's python 3.12 (the transforms need it; no internet there)
 #   .tbdata/        a copy of ../shared/tritonbench_g (the TritonBench-G records)
 #   .gpu-store.tgz  the run stores to resume, packed (the carry is limited to 64 MiB), built from
-#                   the newest committed stores in bench/results/stores (or STORE_OPTIMIZE /
-#                   STORE_BASELINE: other .sqlite.gz files); an existing .gpu-store/ is kept as is.
+#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 3's
+#                   committed stores, update them when a later session commits newer ones); an
+#                   existing .gpu-store/ is kept as is.
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
 #            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
 # and after each call copy its gpu-store.tgz back over .gpu-store.tgz to resume from it.
@@ -20,8 +21,8 @@ if [ ! -f .tbdata/kernels.json ]; then
 fi
 if [ ! -d .gpu-store ]; then
   mkdir -p .gpu-store/optimize .gpu-store/baseline
-  opt="${STORE_OPTIMIZE:-$(ls -t bench/results/stores/optimize-h100-*-s3.sqlite.gz | head -1)}"
-  base="${STORE_BASELINE:-$(ls -t bench/results/stores/baseline-h100-*-s3.sqlite.gz | head -1)}"
+  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-23-s3.sqlite.gz}"
+  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-23-s3.sqlite.gz}"
   gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
   gunzip -c "$base" > .gpu-store/baseline/store.sqlite
   echo "stores: $opt, $base"

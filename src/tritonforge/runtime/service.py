@@ -8,7 +8,6 @@ plan, device), so a run that is killed and started again finds what it already d
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 from pathlib import Path
 
