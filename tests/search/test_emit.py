@@ -65,3 +65,39 @@ def test_auto_emit_turns_a_one_size_veto_into_an_autotune_with_the_original_conf
     assert auto is not None
     assert "triton.Config({'BLOCK_SIZE': 1024}" in auto.source
     assert "triton.Config({'BLOCK_SIZE': 4}" in auto.source        # the original's config
+
+
+def test_size_split_configs_become_an_autotune_with_the_chain_best_and_the_original():
+    """A search decision faster overall but vetoed by one size is kept aside; at the end the best
+    such configs, the accepted chain's best and the original's config become one autotune, which
+    the final check judges like any output (fp4_to_bf16, H100: 1.16x overall, one size 28% slower)."""
+    from tritonforge.model import Decision
+    from tritonforge.search.arbiter import ArbiterPolicy
+    from tritonforge.search.loop import Optimizer
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.settings, opt.policy, opt.interpreted, opt.store = Settings(), ArbiterPolicy(), False, None
+    split_only = Decision("h", False, 1.16, 1.15, 1.05, 1.28, "case perf-01 is 28% slower")
+    noise_and_slow = Decision("h", False, 1.02, 1.005, 1.0, 1.3, "case perf-01 is 30% slower")
+    accepted = Decision("h", True, 1.2, 1.19, 1.1, 1.0, "1.2x")
+    assert opt._split_worthy(split_only)
+    assert not opt._split_worthy(noise_and_slow) and not opt._split_worthy(accepted)
+
+    src = EXAMPLE.read_text()
+    original = Candidate(src, "original")
+    big, mid = _cands(src)
+    judged = []
+
+    def final(task, orig, cand):
+        judged.append(cand)
+        return Decision(cand.hash, verdict, 1.3, 1.29, 1.2, 1.0, "checked")
+
+    opt._final = final
+    verdict = True
+    notes = []
+    decision, best = opt._emit_size_split(None, original, [(1.16, 0, big)], [mid], notes)
+    assert best is judged[0] and decision.accepted and best.origin == "emit:autotune"
+    for block in ("1024", "256", "4"):               # split config, chain best, original
+        assert f"triton.Config({{'BLOCK_SIZE': {block}}}" in best.source
+    verdict = False                                  # not holding up: the chain is checked next
+    assert opt._emit_size_split(None, original, [(1.16, 0, big)], [mid], []) == (None, original)
