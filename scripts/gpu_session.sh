@@ -18,6 +18,8 @@
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   REDO         comma-separated records the optimize step forgets in its store and runs again
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
+#   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
+#   TG_RECORD_S  validation seconds per record in the testgen step (default 60)
 set -u
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then   # libcst (the transforms need it) travels as a wheel
@@ -54,9 +56,20 @@ for step in "$@"; do
     testgen)
       log "testgen: generated performance sizes vs the perf scripts' sizes (budget $(( $(left) - 40 )) s)"
       TG_DEFAULT="attention_forward_triton,attention_fwd_triton1,attention_fwd_triton3,attention_kernel,destindex_copy,destindex_copy_kv2,embedding_triton_kernel,index_select_cat,add_example,add_value,apply_penalty,cosine_compute,bmm_chunk_bwd,bmm_chunk_fwd,chunk_bwd_dqkg,chunk_cumsum_kernel,bgmv_shrink_kernel,bmm_optimized,dequantize_matmul,int4_matmul,fast_rms_layernorm,fused_layernorm_triton,l2_norm_bwd,l2_norm_triton1,fifth_order_sph_harmonics,triton_conv2d_fwd,dequantize_rowwise,fp4_to_bf16,fp4_to_bf16_conversion,int8_quantization,matrix_reduction,max_reduction,mean_reduction,spinning_lock_reduction,fast_rope_embedding,fused_rotary_embedding,rope_backward_transform,rope_embedding,multinomial_sampling,uniform_sampling,cross_entropy1,fast_ce_loss,kldiv_compute,kldiv_ops"
-      timeout "$(left)" python3 scripts/testgen_compare.py .gpu-store/testgen --names "${TESTGEN_NAMES:-$TG_DEFAULT}" \
-        --device cuda --budget "$(( $(left) - 40 ))" --trace-timeout 60 --case-timeout 60 --record-budget 60 \
-        --run-dir /tmp/tg-work 2>&1 | tail -30
+      # TG_SHARDS processes share the sweep (records side by side); their timed runs take turns
+      # through the lock file, so no two time kernels at once (untimed tracing/validation overlap)
+      shards="${TG_SHARDS:-4}"; tg_budget=$(( $(left) - 60 ))
+      export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock
+      for k in $(seq 0 $(( shards - 1 ))); do
+        timeout "$(left)" python3 scripts/testgen_compare.py .gpu-store/testgen --names "${TESTGEN_NAMES:-$TG_DEFAULT}" \
+          --shard "$k/$shards" --device cuda --budget "$tg_budget" --trace-timeout 60 --case-timeout 60 \
+          --record-budget "${TG_RECORD_S:-60}" --run-dir "/tmp/tg-work-$k" > "$OUT/testgen-shard$k.log" 2>&1 &
+      done
+      wait
+      unset TRITONFORGE_GPU_LOCK
+      grep -h "^[a-z]" "$OUT"/testgen-shard*.log | grep -v "^{" | tail -60
+      python3 scripts/testgen_compare.py .gpu-store/testgen --names "${TESTGEN_NAMES:-$TG_DEFAULT}" \
+        --device cuda --summary-only 2>&1 | tail -3
       cp .gpu-store/testgen/testgen_compare.md "$OUT/" 2>/dev/null || true
       ;;
     tests)

@@ -223,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="validation seconds per record; cases left then are dropped (default 600)")
     p.add_argument("--no-stability", action="store_true", help="skip the original-vs-itself check")
     p.add_argument("--run-dir", default=None, help="scratch folder (default OUT/work)")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="only every N-th name from the K-th (0-based), so that N processes can share "
+                        "the sweep; with $TRITONFORGE_GPU_LOCK set their timed runs take turns")
+    p.add_argument("--summary-only", action="store_true",
+                   help="start no record: write the summary of the records already done")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     out = Path(args.out)
@@ -236,13 +241,20 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.names.split(",")] if args.names else sorted(records)
     if args.limit:
         names = names[: args.limit]
+    todo = names
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= k < n:
+            p.error(f"--shard {args.shard}: K must be in 0..N-1")
+        todo = names[k::n]
     options = TestgenOptions(trace_timeout_s=args.trace_timeout, stability=not args.no_stability,
                              budget_s=args.record_budget or None)
     harness = load_harness(args.data) if device == "cuda" else ""
     started = time.time()
-    evaluator = Evaluator(settings, work / "compare", store=None, device=device) if device == "cuda" else None
+    evaluator = Evaluator(settings, work / "compare", store=None, device=device) \
+        if device == "cuda" and not args.summary_only else None
     try:
-        for name in names:
+        for name in ([] if args.summary_only else todo):
             path = out / "records" / f"{name}.json"
             if path.exists():
                 row = json.loads(path.read_text())

@@ -146,3 +146,22 @@ def test_complex_and_bool_tensors():
     assert kinds(cmp(z, z + 1j)) == [("return", "value")]
     b = torch.tensor([True, False])
     assert kinds(cmp(b, ~b)) == [("return", "value")]
+
+
+def test_a_namedtuple_class_from_two_imports_of_one_file_compares_by_items():
+    """Original and candidate import their own copy of the user's module, so a namedtuple the file
+    defines is two classes of one name: compared item by item, still caught when an item differs
+    or when the class differs in name or fields."""
+    from collections import namedtuple
+
+    a_cls = namedtuple("max", ["values", "indices"])
+    b_cls = namedtuple("max", ["values", "indices"])
+    other = namedtuple("min", ["values", "indices"])
+    fields = namedtuple("max", ["values", "index"])
+    v, i = torch.randn(8), torch.arange(8)
+    assert a_cls is not b_cls
+    assert cmp(a_cls(v, i), b_cls(v.clone(), i.clone())) == []
+    assert kinds(cmp(a_cls(v, i), b_cls(v + 1, i))) == [("return[0]", "value")]
+    assert [k for _, k in kinds(cmp(a_cls(v, i), other(v, i)))] == ["type"]
+    assert [k for _, k in kinds(cmp(a_cls(v, i), fields(v, i)))] == ["type"]
+    assert [k for _, k in kinds(cmp(a_cls(v, i), (v, i)))] == ["type"]

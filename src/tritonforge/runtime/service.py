@@ -7,8 +7,11 @@ plan, device), so a run that is killed and started again finds what it already d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..config import Settings
@@ -23,6 +26,31 @@ from .protocol import EvaluateRequest
 from .timing import TimingPlan
 
 log = logging.getLogger(__name__)
+
+
+GPU_LOCK_ENV = "TRITONFORGE_GPU_LOCK"
+
+
+@contextlib.contextmanager
+def gpu_timing_lock(needed: object) -> Iterator[None]:
+    """Hold an exclusive lock on the file named by $TRITONFORGE_GPU_LOCK while timing, when set.
+
+    Several processes may share one GPU for untimed work (tracing, verification: a test-generation
+    sweep runs records side by side); the timed runs among them then take turns, so no two
+    processes time kernels at once. Unset (the default), nothing is locked: one process owns the GPU.
+    """
+    path = os.environ.get(GPU_LOCK_ENV)
+    if not needed or not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def resolve_device(setting: str) -> str:
@@ -99,7 +127,8 @@ class Evaluator:
         if rejected:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
-        evaluation = self.worker.evaluate(request) if request.variants else None
+        with gpu_timing_lock(time and request.variants and self.device == "cuda"):
+            evaluation = self.worker.evaluate(request) if request.variants else None
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)
         if self.store is not None:
             self.store.put_evaluation(key, purpose, evaluation)
