@@ -245,3 +245,21 @@ def test_a_call_that_takes_only_integers_is_sized_by_its_launches():
     choice = choose_perf_cases(templates, ("load_reduce",), SimpleNamespace(trace=trace), None,
                                None, TestgenOptions(), True)
     assert [c.case.recipe.args for c in choice.cases] == [(128, 128)]
+
+
+def test_a_size_only_the_return_value_has_is_not_scaled_and_follows_the_inputs():
+    """fp4_to_bf16 unpacks N bytes into 2N bf16 values: "return.0" is no input's size, so no case
+    can set it. Scaling it grew the estimated bytes while the call stayed the same (256 MB "in
+    4 us", H100): it is kind ``output``, and the ladder scales the input instead, counting the
+    output as growing with it."""
+    from tritonforge.testgen.cases import call_bytes
+
+    c = call("unpack", [t(1024, dtype="uint8")], returns=t(2048, dtype="bfloat16"),
+             runtime=[("n_elements_in", 1024)])
+    tpl = one([c], ("x",))
+    assert kinds(tpl) == {"x.0": "free", "return.0": "output"}
+    assert call_bytes(tpl, c, {"x.0": 1024}) == 1024 + 4096
+    assert call_bytes(tpl, c, {"x.0": 4096}) == 4096 + 4 * 4096      # the output follows 4x
+    ladder = perf_ladder(tpl, c, target_bytes=1 << 20, extra_steps=0)
+    assert {r.step for r in ladder[1:]} == {"x.0"}
+    assert ladder[-1].bytes >= 0.9 * (1 << 20)

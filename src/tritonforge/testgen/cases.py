@@ -155,11 +155,27 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 
 def call_bytes(template: Template, call: TracedCall, values: dict[str, int]) -> int:
-    total = 0
+    """Bytes of the call's tensors at ``values``. A returned tensor with a size of kind
+    ``output`` (which only the return value has, so no case sets it) is taken to grow with the
+    inputs' bytes: its traced bytes times the inputs' growth."""
+    kinds = {s.name: s.kind for s in template.symbols}
+    symbol_of = dict(template.atom_symbol)
+    total = inputs = inputs_traced = following = 0
     for path, node in leaves(call):
-        if isinstance(node, TracedTensor):
-            shape = [size_of(template, values, call, Atom(path, ax)) for ax in range(len(node.shape))]
-            total += _numel(tuple(shape)) * ITEMSIZE.get(node.dtype, 4)
+        if not isinstance(node, TracedTensor):
+            continue
+        item = ITEMSIZE.get(node.dtype, 4)
+        atoms = [Atom(path, ax) for ax in range(len(node.shape))]
+        if any(kinds.get(symbol_of.get(a, "")) == "output" for a in atoms):
+            following += _numel(tuple(node.shape)) * item
+            continue
+        now = _numel(tuple(size_of(template, values, call, a) for a in atoms)) * item
+        total += now
+        if path[0] != "r":
+            inputs += now
+            inputs_traced += _numel(tuple(node.shape)) * item
+    if following:
+        total += following * inputs // max(inputs_traced, 1) if inputs_traced else following
     return total
 
 
