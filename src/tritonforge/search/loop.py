@@ -554,11 +554,7 @@ class Optimizer:
         if chain:
             top.append(chain[-1])
         ranked = [(float(len(top) - i), 0, c) for i, c in enumerate(top)]
-        final, best = self._emit_autotune(task, original, ranked, None, original, notes,
-                                          with_original=True)
-        if best is original:
-            return None, original
-        return final, best
+        return self._emit_autotune(task, original, ranked, None, original, notes, with_original=True)
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
                        best: Candidate, notes: list[str],

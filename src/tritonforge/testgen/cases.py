@@ -175,7 +175,7 @@ def call_bytes(template: Template, call: TracedCall, values: dict[str, int]) -> 
             inputs += now
             inputs_traced += _numel(tuple(node.shape)) * item
     if following:
-        total += following * inputs // max(inputs_traced, 1) if inputs_traced else following
+        total += following * inputs // inputs_traced if inputs_traced else following
     return total
 
 

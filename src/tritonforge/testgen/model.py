@@ -134,7 +134,8 @@ class Symbol:
     ``kind``: free (may be changed: odd shapes, scaling), block_following (free, but a constexpr
     block size follows it: scaled last), tied (equals a constexpr of every launch: kept), pinned
     (an index tensor's structure depends on it: kept), rejected (the original refused other
-    values), output (only the return value has it: it follows from the inputs). ``why`` says what evidence decided it.
+    values), output (only the return value has it: it follows from the inputs). ``why`` says
+    what evidence decided it.
     """
 
     name: str
