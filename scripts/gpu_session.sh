@@ -16,6 +16,8 @@
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
+#   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
+#   OPT_JOBS     verification workers per optimize shard (default 3)
 #   REDO         comma-separated records the optimize step forgets in its store and runs again
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 #   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
@@ -110,11 +112,30 @@ for step in "$@"; do
       done
       ;;
     optimize)
-      log "optimize the TritonBench-G subset (budget $(( $(left) - 60 )) s)"
+      SHARDS="${OPT_SHARDS:-1}"
+      log "optimize the TritonBench-G subset in $SHARDS process(es) (budget $(( $(left) - 60 )) s)"
       SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
-      timeout "$(left)" python3 -m tritonforge bench optimize --device cuda --run-dir .gpu-store/optimize \
-        --names "$SUBSET" ${REDO:+--redo "$REDO"} --budget "$(( $(left) - 60 ))" --per-kernel "${PER_KERNEL_S:-150}" \
-        --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
+      OPT_ARGS=(--device cuda --run-dir .gpu-store/optimize --names "$SUBSET" --per-kernel "${PER_KERNEL_S:-150}")
+      if [ "$SHARDS" -le 1 ]; then
+        timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
+          --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
+      else
+        # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
+        # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
+        export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
+        budget=$(( $(left) - 120 ))
+        for k in $(seq 0 $(( SHARDS - 1 ))); do
+          timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
+            --shard "$k/$SHARDS" --jobs "${OPT_JOBS:-3}" --budget "$budget" --out ".gpu-store/optimize-shard$k.json" \
+            > "$OUT/optimize-shard$k.log" 2>&1 &
+        done
+        wait
+        grep -h "^[a-z0-9_]*: \|round\|forgotten" "$OUT"/optimize-shard*.log | tail -40
+        unset TRITONFORGE_GPU_LOCK TRITONFORGE_GPU_LOCK_SCOPE
+        # the whole table (every shard's records) from the shared store; nothing left to run in 0 s
+        timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" --budget 0 \
+          --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -50
+      fi
       ;;
     *) log "unknown step $step";;
   esac

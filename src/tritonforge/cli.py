@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
     bopt.add_argument("--redo", help="comma-separated records to forget in the store and run again "
                                      "(after a harness fix; the output says which)")
+    bopt.add_argument("--shard", metavar="K/N",
+                      help="run only the records at positions K, K+N, ... (N processes share one "
+                           "store and one GPU; needs $TRITONFORGE_GPU_LOCK, see the README)")
     bopt.add_argument("--out", help="write the summary JSON here")
     _common(bopt)
     bsub.add_parser("list", help="list TritonBench-G record names")

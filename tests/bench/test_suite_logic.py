@@ -189,3 +189,31 @@ def test_the_suite_leaves_a_record_it_cannot_give_its_full_budget_for_later():
     assert left == ["b", "c"] and "b" not in store.records
     done, left = run_suite(tasks, one, store, budget_s=None, progress=lambda s: None, need_s=0.35)
     assert [n for n, _ in ran] == ["a", "b", "c"] and left == [] and len(done) == 3
+
+
+def test_shards_split_the_subset_use_their_own_folders_and_refuse_an_unlocked_gpu(tmp_path, monkeypatch):
+    import pytest
+
+    from tritonforge.bench.commands import _shard
+    from tritonforge.config import Settings
+    from tritonforge.errors import ConfigError
+    from tritonforge.runtime.service import GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV
+
+    tasks = [f"t{i}" for i in range(7)]
+    settings = Settings(run_dir=str(tmp_path))
+    parts = [_shard(f"{k}/3", tasks, settings, "cpu") for k in range(3)]
+    assert sorted(sum((p[0] for p in parts), [])) == tasks             # each record once
+    assert len({p[1].run_dir for p in parts}) == 3                      # workers never mix
+    assert all(p[1].run_dir.startswith(str(tmp_path)) for p in parts)
+    assert _shard(None, tasks, settings, "cuda") == (tasks, settings)
+    for bad in ("3/3", "1", "a/b", "0/0"):
+        with pytest.raises(ConfigError):
+            _shard(bad, tasks, settings, "cpu")
+    monkeypatch.delenv(GPU_LOCK_ENV, raising=False)
+    with pytest.raises(ConfigError, match="take turns"):                 # timings would mix
+        _shard("0/2", tasks, settings, "cuda")
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "lock"))
+    with pytest.raises(ConfigError):                                     # timed-only scope
+        _shard("0/2", tasks, settings, "cuda")
+    monkeypatch.setenv(GPU_LOCK_SCOPE_ENV, "all")
+    assert _shard("1/2", tasks, settings, "cuda")[0] == ["t1", "t3", "t5"]

@@ -1,9 +1,14 @@
-"""$TRITONFORGE_GPU_LOCK: processes sharing one GPU take turns for timed runs."""
+"""$TRITONFORGE_GPU_LOCK: processes sharing one GPU take turns for timed runs (and, with the
+scope 'all', keep untimed runs out of them)."""
 
 import subprocess
 import sys
+import threading
+import time
 
-from tritonforge.runtime.service import GPU_LOCK_ENV, gpu_timing_lock
+from tritonforge.runtime.service import (
+    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_lock, gpu_timing_lock, lock_mode,
+)
 
 PROBE = ("import fcntl, sys\n"
          "f = open(sys.argv[1], 'a')\n"
@@ -32,3 +37,69 @@ def test_untimed_runs_and_an_unset_variable_lock_nothing(tmp_path, monkeypatch):
     monkeypatch.delenv(GPU_LOCK_ENV)
     with gpu_timing_lock(True):
         assert not lock.exists()
+
+
+PROBE_SHARED = PROBE.replace("LOCK_EX", "LOCK_SH")
+
+
+def _other_process_may_share(path) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE_SHARED, str(path)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_lock_mode_shares_untimed_gpu_runs_only_when_the_scope_is_all(tmp_path, monkeypatch):
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "gpu.lock"))
+    monkeypatch.delenv(GPU_LOCK_SCOPE_ENV, raising=False)
+    assert lock_mode(True, timed=True) == "exclusive"
+    assert lock_mode(True, timed=False) is None          # test generation: untimed work overlaps
+    assert lock_mode(False, timed=True) is None          # the interpreter: no GPU to share
+    monkeypatch.setenv(GPU_LOCK_SCOPE_ENV, "all")
+    assert lock_mode(True, timed=False) == "shared"
+    assert lock_mode(False, timed=False) is None
+
+
+def test_shared_holders_coexist_but_exclude_a_timer(tmp_path, monkeypatch):
+    lock = tmp_path / "gpu.lock"
+    monkeypatch.setenv(GPU_LOCK_ENV, str(lock))
+    with gpu_lock("shared"):
+        assert _other_process_may_share(lock) == "free"
+        assert _other_process_sees(lock) == "held"       # a timer must wait
+    with gpu_lock("exclusive"):
+        assert _other_process_may_share(lock) == "held"  # a verification must wait
+
+
+def test_a_waiting_timer_goes_before_later_shared_runs(tmp_path, monkeypatch):
+    """Without the turnstile a stream of verifications could keep the timer out for ever."""
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "gpu.lock"))
+    order, release_first = [], threading.Event()
+
+    def hold(mode, name, until=None):
+        with gpu_lock(mode):
+            order.append(name)
+            if until is not None:
+                until.wait(10)
+
+    first = threading.Thread(target=hold, args=("shared", "first reader", release_first))
+    first.start()
+    while not order:
+        time.sleep(0.01)
+    timer = threading.Thread(target=hold, args=("exclusive", "timer"))
+    timer.start()
+    time.sleep(0.3)                                      # the timer now waits on the reader
+    late = threading.Thread(target=hold, args=("shared", "late reader"))
+    late.start()
+    time.sleep(0.3)
+    assert order == ["first reader"]                     # the late reader queues behind the timer
+    release_first.set()
+    for t in (first, timer, late):
+        t.join(10)
+    assert order == ["first reader", "timer", "late reader"]
+
+
+def test_nested_use_in_one_thread_does_not_deadlock(tmp_path, monkeypatch):
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "gpu.lock"))
+    with gpu_lock("exclusive"):
+        with gpu_lock("exclusive"):
+            pass
+        assert _other_process_sees(tmp_path / "gpu.lock") == "held"
+    assert _other_process_sees(tmp_path / "gpu.lock") == "free"

@@ -9,6 +9,7 @@ import math
 import sys
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
 from ..runtime.perf_inputs import remove_for
@@ -120,6 +121,31 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
 FINAL_CHECK_S = 60.0    # the fresh-process final check runs after a kernel's search budget
 
 
+def _shard(spec: str | None, tasks: list, settings, device: str) -> tuple[list, object]:
+    """This process's share of ``tasks`` under ``--shard K/N``, and settings whose run folder is
+    its own (workers and modules of two processes must not mix; the store stays shared).
+
+    Shards share one GPU: unless each of their GPU runs takes the lock, one shard's verification
+    would run inside the other's timed samples, and those timings decide what is accepted.
+    """
+    if not spec:
+        return tasks, settings
+    from ..runtime.service import gpu_lock_covers_all
+
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard {spec}: expected K/N, e.g. 0/2") from None
+    if n < 1 or not 0 <= k < n:
+        raise ConfigError(f"--shard {spec}: K must be in 0..N-1 and N at least 1")
+    if device == "cuda" and n > 1 and not gpu_lock_covers_all():
+        raise ConfigError(f"--shard {spec}: shards that share a GPU must take turns on it",
+                          hint="export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock "
+                               "TRITONFORGE_GPU_LOCK_SCOPE=all")
+    work = Path(settings.run_dir) / f"shard{k}of{n}"
+    return tasks[k::n], settings.replace(run_dir=str(work))
+
+
 def _optimize(args: argparse.Namespace, settings) -> int:
     from ..api import build_proposers, record_llm_usage
     from ..search.loop import Optimizer, make_evaluators
@@ -137,19 +163,23 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         _say(f"subset of {len(names)} from {len(runnable)} runnable records: {', '.join(names)}")
     tasks = load_tasks(names)
     run_dir = Path(settings.run_dir)
+    mine, settings = _shard(args.shard, tasks, settings, resolve_device(settings.device))
     with RunStore(run_dir / "store.sqlite") as store:
         for name in (n.strip() for n in (args.redo or "").split(",") if n.strip()):
+            if name not in {t.name for t in mine}:
+                continue                # another shard's record: that shard forgets it
             gone = store.forget_task(name, "optimize")
             _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
         device = resolve_device(settings.device)
-        evaluators = make_evaluators(settings, run_dir, store, args.jobs, device)
+        work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
+        evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
         counter = iter(range(100_000))
 
         def fresh() -> Evaluator:
-            return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
+            return Evaluator(settings, work_dir / f"final{next(counter)}", store, device=device)
 
         def one(task, remaining):   # run_suite starts a record only with its whole budget left
-            proposers = build_proposers(settings, run_dir)
+            proposers = build_proposers(settings, work_dir)
             opt = Optimizer(task, settings, evaluators, proposers, store, _say,
                             make_final_evaluator=fresh)
             try:
@@ -159,8 +189,10 @@ def _optimize(args: argparse.Namespace, settings) -> int:
                 remove_for(Path(settings.run_dir) / "perf-inputs", task.name)
 
         try:
-            results, left = run_suite(tasks, one, store, budget_s=args.budget, progress=_say,
-                                      need_s=args.per_kernel + FINAL_CHECK_S)
+            _, left = run_suite(mine, one, store, budget_s=args.budget, progress=_say,
+                                need_s=args.per_kernel + FINAL_CHECK_S)
+            # every record done so far, the other shards' included, in the subset's order
+            results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
             env = _environment(evaluators[0])
         finally:
             for e in evaluators:

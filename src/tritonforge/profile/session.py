@@ -38,6 +38,7 @@ from ..config import Settings
 from ..errors import InputError
 from ..model import CaseRole, CompileStats, Profile, Task
 from ..model.serialize import dumps
+from ..runtime.service import gpu_lock, lock_mode
 from ..store import RunStore
 from .accounting import call_work, compute_kind
 from .build import build_profile
@@ -189,8 +190,9 @@ PEAKS_CHILD = ("import dataclasses, json, sys\n"
 def measure_peaks_isolated(timeout_s: float = 300.0) -> tuple[Peaks | None, str | None]:
     """Measured (or cached) peaks from a child process: the driver never holds a CUDA context."""
     try:
-        done = subprocess.run([sys.executable, "-c", PEAKS_CHILD], env=_child_env("cuda"),
-                              capture_output=True, text=True, timeout=timeout_s)
+        with gpu_lock("exclusive"):     # peak bandwidth and FLOP/s are timed
+            done = subprocess.run([sys.executable, "-c", PEAKS_CHILD], env=_child_env("cuda"),
+                                  capture_output=True, text=True, timeout=timeout_s)
         if done.returncode != 0:
             return None, f"measuring peaks failed: {done.stderr[-500:]}"
         data = json.loads(done.stdout.strip().splitlines()[-1])
@@ -290,16 +292,18 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
             if options.use_ncu:
                 progress("running Nsight Compute")
                 names = tuple(k.name for k in analysis.kernels) if analysis else ()
-                ncu = profile_with_ncu(NcuRequest(
-                    python_cmd=("--profile-from-start", "off", *cmd), kernel_names=names,
-                    launch_count=MAX_PROFILED_LAUNCHES, timeout_s=options.ncu_timeout_s,
-                    arch=arch), workdir=str(work), env=_child_env(device, options.perf_inputs_dir))
+                with gpu_lock("exclusive"):     # ncu's metrics are timings too
+                    ncu = profile_with_ncu(NcuRequest(
+                        python_cmd=("--profile-from-start", "off", *cmd), kernel_names=names,
+                        launch_count=MAX_PROFILED_LAUNCHES, timeout_s=options.ncu_timeout_s,
+                        arch=arch), workdir=str(work), env=_child_env(device, options.perf_inputs_dir))
             else:
                 notes.append("Nsight Compute was not asked for (--no-ncu)")
         if not capture_path.exists():
             progress("recording the launches")
-            problem = _run_child(cmd, _child_env(device, options.perf_inputs_dir),
-                                 settings.case_timeout_s + 120)
+            with gpu_lock(lock_mode(device == "cuda", timed=False)):
+                problem = _run_child(cmd, _child_env(device, options.perf_inputs_dir),
+                                     settings.case_timeout_s + 120)
             if problem and not capture_path.exists():
                 notes.append(f"recording the launches failed: {problem.splitlines()[0][:300]}")
         capture = read_capture(capture_path) if capture_path.exists() else None

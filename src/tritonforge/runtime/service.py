@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,28 +30,67 @@ log = logging.getLogger(__name__)
 
 
 GPU_LOCK_ENV = "TRITONFORGE_GPU_LOCK"
+GPU_LOCK_SCOPE_ENV = "TRITONFORGE_GPU_LOCK_SCOPE"
+_lock_depth = threading.local()
+
+
+def gpu_lock_covers_all() -> bool:
+    """True when $TRITONFORGE_GPU_LOCK_SCOPE=all: untimed GPU runs (verification) take the lock
+    shared, so no process's kernels land inside another process's timed samples.
+
+    Test generation may overlap untimed work with timing (its timings only size the cases); an
+    optimization suite run in shards must not (its timings decide what is accepted).
+    """
+    return bool(os.environ.get(GPU_LOCK_ENV)) and os.environ.get(GPU_LOCK_SCOPE_ENV) == "all"
+
+
+def lock_mode(gpu: object, timed: bool) -> str | None:
+    """The lock a GPU run takes: 'exclusive' to time or profile, 'shared' for untimed work when
+    the scope is 'all', None when it runs on no GPU or the scope lets it overlap."""
+    if not gpu:
+        return None
+    if timed:
+        return "exclusive"
+    return "shared" if gpu_lock_covers_all() else None
 
 
 @contextlib.contextmanager
-def gpu_timing_lock(needed: object) -> Iterator[None]:
-    """Hold an exclusive lock on the file named by $TRITONFORGE_GPU_LOCK while timing, when set.
+def gpu_lock(mode: str | None) -> Iterator[None]:
+    """Take the file lock named by $TRITONFORGE_GPU_LOCK, when set: a readers-writer lock across
+    the processes that share one GPU.
 
-    Several processes may share one GPU for untimed work (tracing, verification: a test-generation
-    sweep runs records side by side); the timed runs among them then take turns, so no two
-    processes time kernels at once. Unset (the default), nothing is locked: one process owns the GPU.
+    'exclusive' (timing, ncu) waits until no other process runs anything on the GPU under the lock;
+    'shared' (untimed runs) may run beside other shared holders but never beside an exclusive one.
+    A turnstile file (``<lock>.turn``) gives a waiting exclusive holder priority, or a steady
+    stream of verifications could starve the timing forever. Nested use in one thread is a no-op
+    (no upgrade): profiling times its case through an Evaluator while holding the lock.
+    Unset (the default), nothing is locked: one process owns the GPU.
     """
     path = os.environ.get(GPU_LOCK_ENV)
-    if not needed or not path:
+    if mode is None or not path or getattr(_lock_depth, "n", 0):
         yield
         return
     import fcntl
 
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with open(path, "a") as main, open(path + ".turn", "a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        if mode == "shared":
+            fcntl.flock(turn, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_SH)
+        else:
+            fcntl.flock(main, fcntl.LOCK_EX)
+            fcntl.flock(turn, fcntl.LOCK_UN)
+        _lock_depth.n = 1
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _lock_depth.n = 0
+            fcntl.flock(main, fcntl.LOCK_UN)
+
+
+def gpu_timing_lock(needed: object) -> contextlib.AbstractContextManager[None]:
+    """The exclusive lock while timing (when ``needed``); see ``gpu_lock``."""
+    return gpu_lock("exclusive" if needed else None)
 
 
 def resolve_device(setting: str) -> str:
@@ -127,7 +167,7 @@ class Evaluator:
         if rejected:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
-        with gpu_timing_lock(time and request.variants and self.device == "cuda"):
+        with gpu_lock(lock_mode(request.variants and self.device == "cuda", time)):
             evaluation = self.worker.evaluate(request) if request.variants else None
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)
         if self.store is not None:
