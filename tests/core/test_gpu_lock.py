@@ -7,7 +7,7 @@ import threading
 import time
 
 from tritonforge.runtime.service import (
-    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_lock, gpu_timing_lock, lock_mode,
+    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, gpu_timing_lock, lock_mode,
 )
 
 PROBE = ("import fcntl, sys\n"
@@ -103,3 +103,45 @@ def test_nested_use_in_one_thread_does_not_deadlock(tmp_path, monkeypatch):
             pass
         assert _other_process_sees(tmp_path / "gpu.lock") == "held"
     assert _other_process_sees(tmp_path / "gpu.lock") == "free"
+
+
+HOLDER = ("import fcntl, sys, time\n"
+          "f = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('holding', flush=True)\n"
+          "time.sleep(float(sys.argv[2]))\n")
+
+
+def test_time_queued_behind_another_process_is_counted_as_blocked(tmp_path, monkeypatch):
+    """The optimizer's budget clock leaves out what the shards' queueing costs."""
+    lock = tmp_path / "gpu.lock"
+    monkeypatch.setenv(GPU_LOCK_ENV, str(lock))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), "0.8"], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "holding"
+    before = gpu_blocked_s()
+    with gpu_lock("exclusive"):
+        waited = gpu_blocked_s() - before
+    holder.wait(10)
+    assert 0.3 < waited < 5.0
+    with gpu_lock("exclusive"):                          # nobody else: nothing blocked
+        pass
+    assert gpu_blocked_s() - before - waited < 0.1
+
+
+def test_waiting_while_a_sibling_thread_holds_the_lock_is_not_blocked(tmp_path, monkeypatch):
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "gpu.lock"))
+    started, release = threading.Event(), threading.Event()
+
+    def sibling():
+        with gpu_lock("exclusive"):
+            started.set()
+            release.wait(10)
+
+    t = threading.Thread(target=sibling)
+    t.start()
+    started.wait(10)
+    before = gpu_blocked_s()
+    threading.Timer(0.5, release.set).start()
+    with gpu_lock("shared"):                             # waits 0.5 s on its own process
+        pass
+    t.join(10)
+    assert gpu_blocked_s() - before < 0.1
