@@ -143,5 +143,9 @@ done
 log "packing stores and logs"
 tar czf "$FINAL_OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' --exclude='*/w[0-9]*' \
   --exclude='*/perf-inputs' --exclude='*/final[0-9]*' --exclude='*/alone' .gpu-store 2>/dev/null
+# a file comes back at 16 MiB at most: a larger pack travels in parts (save_gpu_call.sh joins them)
+if [ "$(stat -c %s "$FINAL_OUT/gpu-store.tgz")" -gt $(( 15 * 1024 * 1024 )) ]; then
+  split -b 15M -d "$FINAL_OUT/gpu-store.tgz" "$FINAL_OUT/gpu-store.tgz.part" && rm "$FINAL_OUT/gpu-store.tgz"
+fi
 tar czf "$FINAL_OUT/session.tgz" -C "$OUT" . 2>/dev/null
 ls -la "$OUT" "$FINAL_OUT"

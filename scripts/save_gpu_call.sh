@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # After a device call of scripts/gpu_session.sh, keep what it brought back, the same way every time:
 #   bash scripts/save_gpu_call.sh FILES_AT RESULTS_DIR CALL_LABEL STORE_SUFFIX
-# FILES_AT is the call's files_at folder (gpu-store.tgz, session.tgz). The stores are checkpointed
+# FILES_AT is the call's files_at folder (gpu-store.tgz or its parts gpu-store.tgz.partNN, session.tgz). The stores are checkpointed
 # (WAL folded in) and gzipped over bench/results/stores/{optimize,baseline}-STORE_SUFFIX.sqlite.gz
 # (cumulative: each call's store replaces the last); the session's logs and summaries go to
 # RESULTS_DIR as NAME-CALL_LABEL.log/.json (optimize-call1.log, baseline-call1.json, ...), the
@@ -13,7 +13,11 @@ files_at="$1"; results="$2"; label="$3"; suffix="$4"
 cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
 tar xzf "$files_at/session.tgz" -C "$tmp"
-tar xzf "$files_at/gpu-store.tgz" -C "$tmp"
+store_tgz="$files_at/gpu-store.tgz"
+if [ ! -f "$store_tgz" ]; then   # over 15 MiB it comes back in parts (a file back is 16 MiB at most)
+  cat "$files_at"/gpu-store.tgz.part* > "$tmp/gpu-store.tgz"; store_tgz="$tmp/gpu-store.tgz"
+fi
+tar xzf "$store_tgz" -C "$tmp"
 mkdir -p "$results" bench/results/stores
 for kind in optimize baseline; do
   db="$tmp/.gpu-store/$kind/store.sqlite"
@@ -28,7 +32,7 @@ for f in "$tmp"/*.log "$tmp"/*.json; do
   if [ -f "$f" ]; then cp "$f" "$results/$(basename "${f%.*}")-$label.${f##*.}"; fi
 done
 if [ -f "$tmp/.gpu-store/optimize.json" ]; then cp "$tmp/.gpu-store/optimize.json" "$results/optimize-summary.json"; fi
-cp "$files_at/gpu-store.tgz" .gpu-store.tgz
+cp "$store_tgz" .gpu-store.tgz
 rm -rf .gpu-store && tar xzf .gpu-store.tgz
 ls -la "$results" bench/results/stores | tail -n +1
 rm -rf "$tmp"
