@@ -391,22 +391,38 @@ class Optimizer:
             # (fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28% slower;
             # the chain of clean wins reached 1.035x)
             tried_split = True
-            final, best_c = self._emit_size_split(task, original, split, chain, notes)
+            top = max(split, key=lambda r: (r[0], r[1]))[2]
+            check = self._final(task, original, top)
+            if check.accepted:
+                final, best_c = check, top
+            elif self._vetoed_by_one_size(check):
+                final_d, best_d = self._emit_dispatch(task, original, top, check, notes)
+                if final_d is not None and final_d.accepted:
+                    final, best_c = final_d, best_d
+            if best_c is original:
+                notes.append(f"final check of {top.description!r}: {check.reason}")
+                final, best_c = self._emit_size_split(task, original, split, chain, notes)
         vetoed: Candidate | None = None      # a config faster overall but slower on one size
+        vetoed_by: Decision | None = None    # ... and the final check that said so
         for cand in reversed(chain[-3:] if best_c is original else []):   # the best first, then back
             final = self._final(task, original, cand)
             if final.accepted:
                 best_c = cand
                 break
             if vetoed is None and self._vetoed_by_one_size(final):
-                vetoed = cand
+                vetoed, vetoed_by = cand, final
             notes.append(f"final check rejected {cand.description!r}: {final.reason}")
         if self.settings.emit == "autotune" and ranked:
             final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
-        elif self.settings.emit == "auto" and best_c is original and vetoed is not None and not tried_split:
-            # faster overall, slower on some size: let each size take the faster config
-            final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
-                                                best_c, notes, with_original=True)
+        elif self.settings.emit == "auto" and best_c is original and vetoed is not None:
+            # faster overall, slower on some size: let each size take the faster config, first
+            # by a Python test on a size (free at run time), else by the autotuner
+            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
+            if final_d is not None and final_d.accepted:
+                final, best_c = final_d, best_d
+            elif not tried_split:
+                final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
+                                                    best_c, notes, with_original=True)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0)
@@ -562,6 +578,55 @@ class Optimizer:
             top.append(chain[-1])
         ranked = [(float(len(top) - i), 0, c) for i, c in enumerate(top)]
         return self._emit_autotune(task, original, ranked, None, original, notes, with_original=True)
+
+    def _emit_dispatch(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
+                       notes: list[str]) -> tuple[Decision | None, Candidate]:
+        """The original and ``cand`` joined by a Python size test at the launch (``search.dispatch``):
+        each performance case runs once with a probe that records the launch function's argument
+        sizes, the final check's per-case speedups choose the test, and the joined file goes
+        through the final check like any output. ``(None, original)`` when it cannot be built."""
+        from .dispatch import (
+            NotDispatchable, choose_rule, dispatch_source, probe_source, read_probe, statement_changes,
+        )
+
+        try:
+            changes = statement_changes(original.source, cand.source)
+        except NotDispatchable as exc:
+            notes.append(f"size dispatch not possible: {exc}")
+            return None, original
+        speedups = {cid: r for cid, r in vetoed_by.per_case if r == r and r > 0}
+        probe_dir = Path(self.settings.run_dir) / "probes" / cand.hash[:16]
+        probe_dir.mkdir(parents=True, exist_ok=True)
+        sizes: dict[str, dict[str, int]] = {}
+        for case in task.performance_cases:
+            if case.id not in speedups:
+                continue
+            path = probe_dir / f"{case.id}.jsonl"
+            path.unlink(missing_ok=True)
+            probe = Candidate(probe_source(original.source, changes, path), "emit:dispatch-probe",
+                              original.hash, f"size probe for {case.id}")
+            self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
+                                case_ids=(case.id,), verify=False, time=False, keep_going=True,
+                                use_store=False)
+            got = read_probe(path)
+            if got:
+                sizes[case.id] = got
+        # a case within half the per-case limit of even may go either way; the final check judges
+        rule = choose_rule(sizes, speedups, floor=1 - self.policy.max_case_regression / 2)
+        if rule is None:
+            notes.append(f"size dispatch not possible: no size test separates the cases where "
+                         f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
+            return None, original
+        joined = Candidate(dispatch_source(original.source, cand.source, changes, rule),
+                           "emit:size_dispatch", original.hash,
+                           f"size dispatch: {cand.description} where {rule.describe()}")
+        if self.store:
+            self.store.put_candidate(task.name, joined)
+        decision = self._final(task, original, joined)
+        verdict = "kept" if decision.accepted else "not kept"
+        notes.append(f"size dispatch ({rule.describe()}) {verdict}: {decision.reason}")
+        self.progress(f"{task.name}: {notes[-1]}")
+        return decision, joined
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
                        best: Candidate, notes: list[str],

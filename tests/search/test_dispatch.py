@@ -1,0 +1,163 @@
+"""Size dispatch (search.dispatch): two verified versions joined by a Python size test at the
+launch, each used where the final check found it faster."""
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate, Decision
+from tritonforge.runtime.service import Evaluator
+from tritonforge.search.dispatch import (
+    NotDispatchable, Rule, choose_rule, dispatch_source, probe_source, read_probe, statement_changes,
+)
+from tritonforge.search.loop import Optimizer
+from tritonforge.store import RunStore
+from tritonforge.tasks.loader import task_from_file
+from tritonforge.verify.policy import check_source
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+ORIGINAL = EXAMPLE.read_text()
+CANDIDATE = ORIGINAL.replace("BLOCK_SIZE = 4\n", "BLOCK_SIZE = 64\n").replace(
+    "BLOCK_SIZE=BLOCK_SIZE)", "BLOCK_SIZE=BLOCK_SIZE, num_warps=2)")
+
+HOST = '''
+def pick(n, scale=1):
+    # which version ran
+    which = "original"
+    return which
+'''
+
+
+def test_the_differing_host_lines_are_found_with_their_function_and_arguments():
+    changes = statement_changes(ORIGINAL, CANDIDATE)
+    assert [c.function for c in changes] == ["sin_triton", "sin_triton"]
+    assert changes[0].params == ("x",)
+    assert changes[0].original == "BLOCK_SIZE = 4" and changes[0].candidate == "BLOCK_SIZE = 64"
+    assert "num_warps=2" in changes[1].candidate and "num_warps" not in changes[1].original
+
+
+@pytest.mark.parametrize("candidate, why", [
+    (ORIGINAL, "the same"),
+    (ORIGINAL.replace("tl.sin(x)", "tl.cos(x)"), "kernel sin_kernel itself"),
+    (ORIGINAL.replace("@triton.jit\n", "@triton.jit(do_not_specialize=[2])\n"), "beyond simple"),
+    (ORIGINAL.replace("import torch\n", "import torch\nBIG = 1\n"), "beyond simple"),
+    (ORIGINAL + "\nLIMIT = 3\n", "beyond simple"),
+])
+def test_sources_a_size_test_cannot_join_are_refused_with_the_reason(candidate, why):
+    with pytest.raises(NotDispatchable, match=why):
+        statement_changes(ORIGINAL, candidate)
+
+
+def test_a_differing_module_level_line_is_refused():
+    with pytest.raises(NotDispatchable, match="module-level"):
+        statement_changes("X = 1\n" + HOST, "X = 2\n" + HOST)
+
+
+def test_the_rule_takes_the_candidate_only_where_it_is_not_slower():
+    sizes = {"s": {"n": 1000}, "m": {"n": 10**5}, "l": {"n": 10**7}}
+    rule = choose_rule(sizes, {"s": 0.86, "m": 3.0, "l": 4.5})
+    assert rule.param == "n" and rule.large and rule.candidate_cases == ("m", "l")
+    assert 1000 < rule.threshold <= 10**5
+    assert rule.gain == pytest.approx(math.exp((math.log(3.0) + math.log(4.5)) / 3))
+    small = choose_rule(sizes, {"s": 2.0, "m": 1.5, "l": 0.7})            # the other way round
+    assert not small.large and small.candidate_cases == ("s", "m")
+    assert choose_rule(sizes, {"s": 2.0, "m": 0.7, "l": 2.0}).candidate_cases in (("s",), ("l",))
+    assert choose_rule(sizes, {"s": 0.9, "m": 0.8, "l": 0.95}) is None   # slower everywhere
+    same = {"s": {"n": 5}, "l": {"n": 5}}
+    assert choose_rule(same, {"s": 0.5, "l": 2.0}) is None               # no size tells them apart
+
+
+def test_the_dispatched_file_runs_each_version_on_its_side_of_the_threshold():
+    candidate = HOST.replace('which = "original"', 'which = "candidate"')
+    changes = statement_changes(HOST, candidate)
+    rule = Rule("n", 1000, True, 2.0, ("l",))
+    source = dispatch_source(HOST, candidate, changes, rule)
+    assert "# which version ran" in source                  # the user's comments survive
+    assert "TritonForge size dispatch" in source
+    namespace: dict = {}
+    exec(compile(source, "dispatched", "exec"), namespace)
+    assert namespace["pick"](999) == "original" and namespace["pick"](1000) == "candidate"
+    below = dispatch_source(HOST, candidate, changes, Rule("n", 1000, False, 2.0, ("s",)))
+    namespace = {}
+    exec(compile(below, "dispatched", "exec"), namespace)
+    assert namespace["pick"](999) == "candidate" and namespace["pick"](1000) == "original"
+
+
+def test_the_dispatched_kernel_file_passes_the_source_policy():
+    rule = Rule("x", 5000, True, 2.0, ("p",))
+    source = dispatch_source(ORIGINAL, CANDIDATE, statement_changes(ORIGINAL, CANDIDATE), rule)
+    assert check_source(source, original=ORIGINAL).ok
+
+
+def test_the_probe_records_each_argument_size_and_a_size_that_varies_is_left_out(tmp_path):
+    path = tmp_path / "probe.jsonl"
+    candidate = HOST.replace('which = "original"', 'which = "candidate"')
+    source = probe_source(HOST, statement_changes(HOST, candidate), path)
+    namespace: dict = {}
+    exec(compile(source, "probe", "exec"), namespace)
+    assert read_probe(path) is None                           # not run yet
+    namespace["pick"](7, scale=3)
+    assert read_probe(path) == {"n": 7, "scale": 3}
+    namespace["pick"](8, scale=3)                             # n took two sizes in one case
+    assert read_probe(path) == {"scale": 3}
+
+
+SPEC = '''
+entry = "sin_triton"
+seeds = 1
+[[case]]
+id = "c"
+args = [{ tensor = [257] }]
+[[case]]
+id = "small"
+role = "performance"
+args = [{ tensor = [96] }]
+[[case]]
+id = "large"
+role = "performance"
+args = [{ tensor = [1000] }]
+'''
+
+
+def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_path):
+    """Through the interpreter: the probes run in the worker, the rule follows the per-case
+    speedups given, and the joined file passes the final check (by correctness on the CPU)."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    task = task_from_file(EXAMPLE, spec)
+    settings = Settings(device="cpu", case_timeout_s=120, run_dir=str(tmp_path / "run"))
+    original = Candidate(ORIGINAL, "original")
+    cand = Candidate(CANDIDATE, "fixed", original.hash, "BLOCK_SIZE 4 -> 64")
+    vetoed_by = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case small is 30% slower",
+                         (("small", 0.77), ("large", 2.5)))
+    notes: list[str] = []
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], [], store)
+            decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
+        finally:
+            ev.close()
+    assert decision is not None and decision.accepted, notes
+    assert joined.origin == "emit:size_dispatch"
+    tests = re.findall(r"_tf_candidate_config = _tf_size\(x\) >= (\d+)", joined.source)
+    assert len(tests) == 1 and joined.source.count("if _tf_candidate_config:") == 2
+    threshold = int(tests[0])
+    assert 96 < threshold <= 1000                            # small keeps BLOCK_SIZE 4
+    assert "kept" in notes[-1]
+
+
+def test_every_differing_line_follows_one_test_taken_where_the_function_starts():
+    """A mixed pair (one line from each version) was never verified: a function that rebinds
+    its argument between the lines must not split them."""
+    original = 'def pick(n):\n    """Doc."""\n    a = 1\n    n = n * 1000\n    b = 1\n    return (a, b)\n'
+    candidate = original.replace("a = 1", "a = 2").replace("b = 1", "b = 2")
+    source = dispatch_source(original, candidate, statement_changes(original, candidate),
+                             Rule("n", 1000, True, 2.0, ("l",)))
+    namespace: dict = {}
+    exec(compile(source, "dispatched", "exec"), namespace)
+    assert namespace["pick"](999) == (1, 1) and namespace["pick"](1000) == (2, 2)
+    assert namespace["pick"].__doc__ == "Doc."                 # the test goes after the docstring
