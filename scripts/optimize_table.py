@@ -5,7 +5,8 @@
 
 Reads the OptimizeResult records (kind ``optimize``); with SUBSET.txt (one name per line, ``#``
 comments) the rows follow its order and the records not yet run are listed. Categories come from
-the TritonBench-G data ($TRITONFORGE_TRITONBENCH or ../shared/tritonbench_g).
+the TritonBench-G data ($TRITONFORGE_TRITONBENCH or ../shared/tritonbench_g). "queued" is the part
+of the wall time a record spent waiting for the GPU behind other shards (``--shard``; 0 unsharded).
 """
 
 from __future__ import annotations
@@ -31,15 +32,15 @@ def main(store_path: str, subset_path: str | None = None) -> None:
         order = [ln.strip() for ln in Path(subset_path).read_text().splitlines()
                  if ln.strip() and not ln.startswith("#")]
     results = [done[n] for n in order if n in done]
-    print("| record | category | speedup | 95% low | geomean | rounds | tried | wall | held back by |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| record | category | speedup | 95% low | geomean | rounds | tried | wall | queued | held back by |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         f = r.final
         ok = f is not None and f.accepted
         cat = records[r.task].category if r.task in records else "?"
         print(f"| {r.task} | {cat} | {f.speedup if ok else 1.0:.3f}x | "
               f"{f'{f.speedup_low:.3f}x' if ok else '-'} | {f'{f.geomean:.3f}x' if ok else '-'} | "
-              f"{r.rounds} | {r.tried} | {r.wall_s:.0f} s | "
+              f"{r.rounds} | {r.tried} | {r.wall_s:.0f} s | {getattr(r, 'blocked_s', 0.0):.0f} s | "
               f"{held_back(r) or 'success'}: {(f.reason if f else r.stop_reason)[:90]} |")
     left = [n for n in order if n not in done]
     print(f"\n{len(results)} records done" + (f"; not yet run: {', '.join(left)}" if left else ""))
