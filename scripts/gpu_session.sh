@@ -123,10 +123,10 @@ for step in "$@"; do
         # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
         # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
         export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
-        budget=$(( $(left) - 120 ))
+        budget=$(( $(left) - 120 )); group="call-$(date +%s)-$$"
         for k in $(seq 0 $(( SHARDS - 1 ))); do
           timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
-            --shard "$k/$SHARDS" --jobs "${OPT_JOBS:-3}" --budget "$budget" --out ".gpu-store/optimize-shard$k.json" \
+            --shard "$k/$SHARDS" --shard-group "$group" --jobs "${OPT_JOBS:-3}" --budget "$budget" --out ".gpu-store/optimize-shard$k.json" \
             > "$OUT/optimize-shard$k.log" 2>&1 &
         done
         wait

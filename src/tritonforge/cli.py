@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--shard", metavar="K/N",
                       help="run only the records at positions K, K+N, ... (N processes share one "
                            "store and one GPU; needs $TRITONFORGE_GPU_LOCK, see the README)")
+    bopt.add_argument("--shard-group", metavar="ID",
+                      help="with --shard: the shards started together share this ID and take "
+                           "records one at a time, each the next one no other shard has")
     bopt.add_argument("--out", help="write the summary JSON here")
     _common(bopt)
     bsub.add_parser("list", help="list TritonBench-G record names")

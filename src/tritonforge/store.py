@@ -202,6 +202,29 @@ class RunStore:
                         (kind, key, dumps(value), time.time()))
 
     @_locked
+    def claim(self, kind: str, key: str, group: str, owner: str) -> bool:
+        """Take ``(kind, key)`` for ``owner`` unless another owner of the same ``group`` (the
+        shards of one suite run) holds it. A claim of another group is left from an earlier run
+        that ended, killed or not, and is taken over. Atomic across processes: the check and the
+        write happen under SQLite's write lock (BEGIN IMMEDIATE)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            row = self.db.execute("SELECT body FROM records WHERE kind=? AND key=?",
+                                  (kind, key)).fetchone()
+            if row is not None:
+                held = loads(row[0])
+                if isinstance(held, dict) and held.get("group") == group and held.get("owner") != owner:
+                    self.db.execute("COMMIT")
+                    return False
+            self.db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
+                            (kind, key, dumps({"group": group, "owner": owner}), time.time()))
+            self.db.execute("COMMIT")
+            return True
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    @_locked
     def get_record(self, kind: str, key: str) -> Any | None:
         row = self.db.execute("SELECT body FROM records WHERE kind=? AND key=?",
                               (kind, key)).fetchone()

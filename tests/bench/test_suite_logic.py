@@ -217,3 +217,30 @@ def test_shards_split_the_subset_use_their_own_folders_and_refuse_an_unlocked_gp
         _shard("0/2", tasks, settings, "cuda")
     monkeypatch.setenv(GPU_LOCK_SCOPE_ENV, "all")
     assert _shard("1/2", tasks, settings, "cuda")[0] == ["t1", "t3", "t5"]
+
+
+def test_dynamic_shards_take_all_tasks_and_skip_what_another_claimed(tmp_path):
+    from tritonforge.bench.commands import _shard
+    from tritonforge.bench.optimize import run_suite
+    from tritonforge.config import Settings
+
+    tasks = [SimpleNamespace(name=n) for n in ("a", "b", "c")]
+    mine, _ = _shard("1/2", tasks, Settings(run_dir=str(tmp_path)), "cpu", dynamic=True)
+    assert [t.name for t in mine] == ["a", "b", "c"]
+
+    class Store:
+        def __init__(self):
+            self.records = {}
+
+        def get_record(self, kind, name):
+            return self.records.get(name)
+
+        def put_record(self, kind, name, value):
+            self.records[name] = value
+
+    ran = []
+    taken_elsewhere = {"b"}
+    done, left = run_suite(mine, lambda t, r: ran.append(t.name) or _result(t.name), Store(),
+                           budget_s=None, progress=lambda s: None,
+                           claim=lambda name: name not in taken_elsewhere)
+    assert ran == ["a", "c"] and left == []            # b is the other shard's, not "left"

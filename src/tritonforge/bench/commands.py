@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -121,9 +122,12 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
 FINAL_CHECK_S = 60.0    # the fresh-process final check runs after a kernel's search budget
 
 
-def _shard(spec: str | None, tasks: list, settings, device: str) -> tuple[list, object]:
+def _shard(spec: str | None, tasks: list, settings, device: str,
+           dynamic: bool = False) -> tuple[list, object]:
     """This process's share of ``tasks`` under ``--shard K/N``, and settings whose run folder is
     its own (workers and modules of two processes must not mix; the store stays shared).
+    The share is every K-th task from K, or, ``dynamic`` (``--shard-group``), all of them: the
+    shards then take tasks one at a time through claims in the store.
 
     Shards share one GPU: unless each of their GPU runs takes the lock, one shard's verification
     would run inside the other's timed samples, and those timings decide what is accepted.
@@ -143,7 +147,7 @@ def _shard(spec: str | None, tasks: list, settings, device: str) -> tuple[list, 
                           hint="export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock "
                                "TRITONFORGE_GPU_LOCK_SCOPE=all")
     work = Path(settings.run_dir) / f"shard{k}of{n}"
-    return tasks[k::n], settings.replace(run_dir=str(work))
+    return (list(tasks) if dynamic else tasks[k::n]), settings.replace(run_dir=str(work))
 
 
 def _optimize(args: argparse.Namespace, settings) -> int:
@@ -163,11 +167,13 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         _say(f"subset of {len(names)} from {len(runnable)} runnable records: {', '.join(names)}")
     tasks = load_tasks(names)
     run_dir = Path(settings.run_dir)
-    mine, settings = _shard(args.shard, tasks, settings, resolve_device(settings.device))
+    group = args.shard_group if args.shard else None
+    mine, settings = _shard(args.shard, tasks, settings, resolve_device(settings.device),
+                            dynamic=group is not None)
     with RunStore(run_dir / "store.sqlite") as store:
         for name in (n.strip() for n in (args.redo or "").split(",") if n.strip()):
-            if name not in {t.name for t in mine}:
-                continue                # another shard's record: that shard forgets it
+            if name not in {t.name for t in mine} or (group and not args.shard.startswith("0/")):
+                continue                # another shard's record (or shard 0's to forget)
             gone = store.forget_task(name, "optimize")
             _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
         device = resolve_device(settings.device)
@@ -189,8 +195,10 @@ def _optimize(args: argparse.Namespace, settings) -> int:
                 remove_for(Path(settings.run_dir) / "perf-inputs", task.name)
 
         try:
+            owner = f"{args.shard} pid {os.getpid()}"
+            claim = (lambda name: store.claim("optimize-claim", name, group, owner)) if group else None
             _, left = run_suite(mine, one, store, budget_s=args.budget, progress=_say,
-                                need_s=args.per_kernel + FINAL_CHECK_S)
+                                need_s=args.per_kernel + FINAL_CHECK_S, claim=claim)
             # every record done so far, the other shards' included, in the subset's order
             results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
             env = _environment(evaluators[0])

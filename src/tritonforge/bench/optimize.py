@@ -85,9 +85,13 @@ def headline(results: list) -> dict:
 
 def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], object],
               store, *, budget_s: float | None, progress: Callable[[str], None],
-              need_s: float = 30.0) -> tuple[list, list[str]]:
+              need_s: float = 30.0, claim: Callable[[str], bool] | None = None) -> tuple[list, list[str]]:
     """Optimize each task not yet in ``store`` while the suite's budget lasts; return the stored
     results (in task order) and the names left for a later run.
+
+    With ``claim`` (shards sharing the store), a task is run only if ``claim(name)`` says this
+    process took it: each shard takes the next task no other has, so one with slow records does
+    not leave the others idle (a fixed split by position did, H100 session 5).
 
     A record is started only with ``need_s`` seconds left (its per-kernel budget plus the final
     check): one squeezed into the end of a run would be stored with a search it never had (on the
@@ -102,6 +106,8 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
         if remaining is not None and remaining < need_s:
             left.append(task.name)
             continue
+        if claim is not None and not claim(task.name):
+            continue                    # another shard has it
         result = optimize_one(task, remaining)
         store.put_record("optimize", task.name, result)
         final = result.final
