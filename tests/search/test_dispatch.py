@@ -11,7 +11,8 @@ from tritonforge.config import Settings
 from tritonforge.model import Candidate, Decision
 from tritonforge.runtime.service import Evaluator
 from tritonforge.search.dispatch import (
-    NotDispatchable, Rule, choose_rule, dispatch_source, probe_source, read_probe, statement_changes,
+    NotDispatchable, Rule, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
+    size_expression, statement_changes,
 )
 from tritonforge.search.loop import Optimizer
 from tritonforge.store import RunStore
@@ -101,6 +102,7 @@ def test_the_probe_records_each_argument_size_and_a_size_that_varies_is_left_out
     assert read_probe(path) is None                           # not run yet
     namespace["pick"](7, scale=3)
     assert read_probe(path) == {"n": 7, "scale": 3}
+    assert probe_kinds(path) == {"n": {"int"}, "scale": {"int"}}
     namespace["pick"](8, scale=3)                             # n took two sizes in one case
     assert read_probe(path) == {"scale": 3}
 
@@ -143,7 +145,8 @@ def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_
             ev.close()
     assert decision is not None and decision.accepted, notes
     assert joined.origin == "emit:size_dispatch"
-    tests = re.findall(r"_tf_candidate_config = _tf_size\(x\) >= (\d+)", joined.source)
+    tests = re.findall(r"_tf_candidate_config = x.numel\(\) >= (\d+)", joined.source)
+    assert "def _tf_size" not in joined.source               # a tensor each time: no helper
     assert len(tests) == 1 and joined.source.count("if _tf_candidate_config:") == 2
     threshold = int(tests[0])
     assert 96 < threshold <= 1000                            # small keeps BLOCK_SIZE 4
@@ -161,3 +164,16 @@ def test_every_differing_line_follows_one_test_taken_where_the_function_starts()
     exec(compile(source, "dispatched", "exec"), namespace)
     assert namespace["pick"](999) == (1, 1) and namespace["pick"](1000) == (2, 2)
     assert namespace["pick"].__doc__ == "Doc."                 # the test goes after the docstring
+
+
+def test_the_size_test_reads_like_hand_written_code_when_the_argument_kind_is_known():
+    assert size_expression("x", {"tensor"}) == "x.numel()"
+    assert size_expression("n", {"int"}) == "n"
+    assert size_expression("v", {"tensor", "int"}) == "_tf_size(v)"
+    candidate = HOST.replace('which = "original"', 'which = "candidate"')
+    source = dispatch_source(HOST, candidate, statement_changes(HOST, candidate),
+                             Rule("n", 1000, True, 2.0, ("l",)), "n")
+    assert "_tf_candidate_config = n >= 1000" in source and "def _tf_size" not in source
+    namespace: dict = {}
+    exec(compile(source, "dispatched", "exec"), namespace)
+    assert namespace["pick"](999) == "original" and namespace["pick"](1000) == "candidate"

@@ -8,7 +8,7 @@ configs lets each size take its faster one, but its per-call dispatch on the hos
 launch-bound kernel runs (measured: +244% on mean_reduction's smallest case, +291% on
 fp4_to_bf16's). A Python ``if`` costs well under a microsecond and reads like what a person writes:
 
-    _tf_candidate_config = _tf_size(x) >= 65536     # first in the function
+    _tf_candidate_config = x.numel() >= 65536     # first in the function
     ...
     if _tf_candidate_config:
         mean_kernel[grid](x, out, N, BLOCK_N=256, num_warps=8)
@@ -56,10 +56,16 @@ def _tf_size(value):
 
 PROBE_HELPER = '''
 
-def _tf_probe(path, function, sizes):
+def _tf_kind(value):
+    if callable(getattr(value, "numel", None)):
+        return "tensor"
+    return "int" if isinstance(value, int) and not isinstance(value, bool) else "other"
+
+
+def _tf_probe(path, function, sizes, kinds):
     import json as _json
     with open(path, "a") as _f:
-        _f.write(_json.dumps({"function": function, "sizes": sizes}) + "\\n")
+        _f.write(_json.dumps({"function": function, "sizes": sizes, "kinds": kinds}) + "\\n")
 '''
 
 
@@ -90,7 +96,7 @@ class Rule:
 
     def describe(self) -> str:
         op = ">=" if self.large else "<"
-        return f"the candidate's config where _tf_size({self.param}) {op} {self.threshold}"
+        return f"the candidate's config where the size of {self.param} {op} {self.threshold}"
 
 
 # ---------------------------------------------------------------------------------- the diff
@@ -211,17 +217,31 @@ def probe_source(original: str, changes: list[StatementChange], path: str | Path
     """The original with a first line in the launching function that appends its parameters'
     sizes to ``path`` (one JSON line per call)."""
     sizes = "{" + ", ".join(f"{p!r}: _tf_size({p})" for p in changes[0].params) + "}"
-    prologue = f"_tf_probe({str(path)!r}, {changes[0].function!r}, {sizes})\n"
+    kinds = "{" + ", ".join(f"{p!r}: _tf_kind({p})" for p in changes[0].params) + "}"
+    prologue = f"_tf_probe({str(path)!r}, {changes[0].function!r}, {sizes}, {kinds})\n"
     return _rewrite(original, changes, {}, prologue, HELPERS + PROBE_HELPER)
 
 
-def dispatch_source(original: str, candidate: str, changes: list[StatementChange], rule: Rule) -> str:
-    """The original with each differing line chosen by ``rule`` between its two versions."""
+def size_expression(param: str, kinds: set[str]) -> str:
+    """How the dispatch measures ``param``: ``x.numel()`` when every probed case passed a tensor,
+    ``n`` itself when always an int, else the ``_tf_size`` helper (appended to the file)."""
+    if kinds == {"tensor"}:
+        return f"{param}.numel()"
+    if kinds == {"int"}:
+        return param
+    return f"_tf_size({param})"
+
+
+def dispatch_source(original: str, candidate: str, changes: list[StatementChange], rule: Rule,
+                    size_expr: str | None = None) -> str:
+    """The original with each differing line chosen by ``rule`` between its two versions;
+    ``size_expr`` measures the rule's parameter (default ``_tf_size(param)``)."""
+    size_expr = size_expr or f"_tf_size({rule.param})"
     la, lb = _Lines(), _Lines()
     cst.parse_module(original).visit(la)
     cst.parse_module(candidate).visit(lb)
     op = ">=" if rule.large else "<"
-    prologue = (f"_tf_candidate_config = _tf_size({rule.param}) {op} {rule.threshold}  "
+    prologue = (f"_tf_candidate_config = {size_expr} {op} {rule.threshold}  "
                 f"# TritonForge size dispatch: {rule.describe()}, the original's elsewhere\n")
     out: dict[int, list[cst.BaseStatement]] = {}
     for c in changes:
@@ -231,7 +251,21 @@ def dispatch_source(original: str, candidate: str, changes: list[StatementChange
             body=cst.IndentedBlock([line_b.with_changes(leading_lines=[])]),
             orelse=cst.Else(cst.IndentedBlock([line_a.with_changes(leading_lines=[])])),
             leading_lines=line_a.leading_lines)]
-    return _rewrite(original, changes, out, prologue, HELPERS)
+    return _rewrite(original, changes, out, prologue, HELPERS if "_tf_size(" in size_expr else "")
+
+
+def probe_kinds(path: str | Path) -> dict[str, set[str]]:
+    """What each parameter was in one case's probe file ('tensor', 'int', 'other')."""
+    p = Path(path)
+    kinds: dict[str, set[str]] = {}
+    for raw in (p.read_text().splitlines() if p.exists() else ()):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        for name, kind in rec.get("kinds", {}).items():
+            kinds.setdefault(name, set()).add(kind)
+    return kinds
 
 
 def read_probe(path: str | Path) -> dict[str, int] | None:

@@ -586,7 +586,8 @@ class Optimizer:
         sizes, the final check's per-case speedups choose the test, and the joined file goes
         through the final check like any output. ``(None, original)`` when it cannot be built."""
         from .dispatch import (
-            NotDispatchable, choose_rule, dispatch_source, probe_source, read_probe, statement_changes,
+            NotDispatchable, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
+            size_expression, statement_changes,
         )
 
         try:
@@ -598,6 +599,7 @@ class Optimizer:
         probe_dir = Path(self.settings.run_dir) / "probes" / cand.hash[:16]
         probe_dir.mkdir(parents=True, exist_ok=True)
         sizes: dict[str, dict[str, int]] = {}
+        kinds: dict[str, set[str]] = {}
         for case in task.performance_cases:
             if case.id not in speedups:
                 continue
@@ -611,13 +613,16 @@ class Optimizer:
             got = read_probe(path)
             if got:
                 sizes[case.id] = got
+                for name, seen in probe_kinds(path).items():
+                    kinds.setdefault(name, set()).update(seen)
         # a case within half the per-case limit of even may go either way; the final check judges
         rule = choose_rule(sizes, speedups, floor=1 - self.policy.max_case_regression / 2)
         if rule is None:
             notes.append(f"size dispatch not possible: no size test separates the cases where "
                          f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
             return None, original
-        joined = Candidate(dispatch_source(original.source, cand.source, changes, rule),
+        expr = size_expression(rule.param, kinds.get(rule.param, set()))
+        joined = Candidate(dispatch_source(original.source, cand.source, changes, rule, expr),
                            "emit:size_dispatch", original.hash,
                            f"size dispatch: {cand.description} where {rule.describe()}")
         if self.store:
