@@ -244,3 +244,32 @@ def test_dynamic_shards_take_all_tasks_and_skip_what_another_claimed(tmp_path):
                            budget_s=None, progress=lambda s: None,
                            claim=lambda name: name not in taken_elsewhere)
     assert ran == ["a", "c"] and left == []            # b is the other shard's, not "left"
+
+
+def test_a_record_is_not_started_with_less_time_left_than_records_took_here():
+    """Shards queue for the GPU: a record's wall time can be several times its budget, and one
+    cut by the call's end is lost (H100 session 5: two records cut in each of two calls)."""
+    import time as _t
+
+    from tritonforge.bench.optimize import run_suite
+
+    class Store:
+        def __init__(self):
+            self.records = {}
+
+        def get_record(self, kind, name):
+            return self.records.get(name)
+
+        def put_record(self, kind, name, value):
+            self.records[name] = value
+
+    ran = []
+
+    def one(task, remaining):
+        ran.append(task.name)
+        _t.sleep(0.4)
+        return _result(task.name)
+
+    tasks = [SimpleNamespace(name=n) for n in ("a", "b")]
+    done, left = run_suite(tasks, one, Store(), budget_s=0.7, progress=lambda s: None, need_s=0.1)
+    assert ran == ["a"] and left == ["b"]        # 0.3 s left, records took 0.4 s here
