@@ -177,3 +177,15 @@ def test_the_size_test_reads_like_hand_written_code_when_the_argument_kind_is_kn
     namespace: dict = {}
     exec(compile(source, "dispatched", "exec"), namespace)
     assert namespace["pick"](999) == "original" and namespace["pick"](1000) == "candidate"
+
+
+def test_the_size_test_goes_into_the_launching_function_even_when_another_has_its_name():
+    original = ("class A:\n    def forward(self, n): return 0\n\n"
+                "class B:\n    def forward(self, n):\n        v = 1\n        return v\n")
+    candidate = original.replace("v = 1", "v = 2")
+    changes = statement_changes(original, candidate)
+    source = dispatch_source(original, candidate, changes, Rule("n", 10, True, 2.0, ("l",)), "n")
+    namespace: dict = {}
+    exec(compile(source, "dispatched", "exec"), namespace)
+    assert namespace["A"]().forward(100) == 0                 # untouched
+    assert namespace["B"]().forward(9) == 1 and namespace["B"]().forward(10) == 2

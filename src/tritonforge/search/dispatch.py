@@ -82,6 +82,7 @@ class StatementChange:
     params: tuple[str, ...]
     original: str
     candidate: str
+    function_index: int = 0     # the enclosing def's order among the file's defs (names repeat)
 
 
 @dataclass(frozen=True)
@@ -112,17 +113,21 @@ class _Lines(cst.CSTVisitor):
     """Every SimpleStatementLine in order, with its enclosing function (None at module level)."""
 
     def __init__(self) -> None:
-        self.stack: list[cst.FunctionDef] = []
+        self.stack: list[tuple[cst.FunctionDef, int]] = []
+        self.defs = 0
         self.lines: list[tuple[cst.SimpleStatementLine, cst.FunctionDef | None]] = []
+        self.def_index: list[int] = []          # per line: its def's order (-1 at module level)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.stack.append(node)
+        self.stack.append((node, self.defs))
+        self.defs += 1
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.pop()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        self.lines.append((node, self.stack[-1] if self.stack else None))
+        self.lines.append((node, self.stack[-1][0] if self.stack else None))
+        self.def_index.append(self.stack[-1][1] if self.stack else -1)
         return False
 
 
@@ -158,10 +163,10 @@ def statement_changes(original: str, candidate: str) -> list[StatementChange]:
             raise NotDispatchable(f"the kernel {fa.name.value} itself differs: a host-side test "
                                   "cannot choose inside it")
         changes.append(StatementChange(i, fa.name.value, _params(fa), a.code_for_node(na).strip(),
-                                       b.code_for_node(nb).strip()))
+                                       b.code_for_node(nb).strip(), la.def_index[i]))
     if not changes:
         raise NotDispatchable("the two are the same")
-    if len({c.function for c in changes}) > 1:
+    if len({c.function_index for c in changes}) > 1:
         raise NotDispatchable("the differing lines sit in more than one function")
     if not changes[0].params:
         raise NotDispatchable(f"{changes[0].function} takes no arguments to test")
@@ -174,11 +179,16 @@ class _ReplaceLines(cst.CSTTransformer):
     (after its docstring): the size test runs once, where the arguments are as the caller gave
     them, so every differing line follows the same answer even if the function reassigns one."""
 
-    def __init__(self, replacements: dict[int, list[cst.BaseStatement]], function: str,
+    def __init__(self, replacements: dict[int, list[cst.BaseStatement]], function_index: int,
                  prologue: cst.SimpleStatementLine) -> None:
-        self.replacements, self.function, self.prologue = replacements, function, prologue
+        self.replacements, self.function_index, self.prologue = replacements, function_index, prologue
         self.i = -1
-        self.done = False
+        self.defs = 0
+        self.order: list[int] = []
+
+    def visit_FunctionDef(self, node) -> None:
+        self.order.append(self.defs)
+        self.defs += 1
 
     def visit_SimpleStatementLine(self, node) -> bool:
         return False
@@ -191,9 +201,8 @@ class _ReplaceLines(cst.CSTTransformer):
         return cst.FlattenSentinel(new)
 
     def leave_FunctionDef(self, original_node, updated_node):
-        if self.done or updated_node.name.value != self.function:
+        if self.order.pop() != self.function_index:
             return updated_node
-        self.done = True
         body = list(updated_node.body.body)
         first = 1 if body and original_node.get_docstring() is not None else 0
         body.insert(first, self.prologue)
@@ -202,7 +211,7 @@ class _ReplaceLines(cst.CSTTransformer):
 
 def _rewrite(original: str, changes: list[StatementChange],
              replacements: dict[int, list[cst.BaseStatement]], prologue: str, helpers: str) -> str:
-    visitor = _ReplaceLines(replacements, changes[0].function, _line(prologue))
+    visitor = _ReplaceLines(replacements, changes[0].function_index, _line(prologue))
     module = cst.parse_module(original).visit(visitor)
     return module.code.rstrip("\n") + "\n" + helpers
 
