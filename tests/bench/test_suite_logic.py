@@ -161,18 +161,21 @@ def test_the_frozen_subset_is_the_rule_applied_to_the_committed_runnable_check(t
     assert frozen == expected
 
 
+class _MemoryStore:
+    """The two store methods run_suite uses, in memory."""
+
+    def __init__(self):
+        self.records = {}
+
+    def get_record(self, kind, name):
+        return self.records.get(name)
+
+    def put_record(self, kind, name, value):
+        self.records[name] = value
+
+
 def test_the_suite_leaves_a_record_it_cannot_give_its_full_budget_for_later():
     from tritonforge.bench.optimize import run_suite
-
-    class Store:
-        def __init__(self):
-            self.records = {}
-
-        def get_record(self, kind, name):
-            return self.records.get(name)
-
-        def put_record(self, kind, name, value):
-            self.records[name] = value
 
     ran = []
 
@@ -183,7 +186,7 @@ def test_the_suite_leaves_a_record_it_cannot_give_its_full_budget_for_later():
         return _result(task.name)
 
     tasks = [SimpleNamespace(name=n) for n in ("a", "b", "c")]
-    store = Store()
+    store = _MemoryStore()
     done, left = run_suite(tasks, one, store, budget_s=0.5, progress=lambda s: None, need_s=0.35)
     assert [n for n, _ in ran] == ["a"]            # b would have had under 0.35 s: not started
     assert left == ["b", "c"] and "b" not in store.records
@@ -228,19 +231,9 @@ def test_dynamic_shards_take_all_tasks_and_skip_what_another_claimed(tmp_path):
     mine, _ = _shard("1/2", tasks, Settings(run_dir=str(tmp_path)), "cpu", dynamic=True)
     assert [t.name for t in mine] == ["a", "b", "c"]
 
-    class Store:
-        def __init__(self):
-            self.records = {}
-
-        def get_record(self, kind, name):
-            return self.records.get(name)
-
-        def put_record(self, kind, name, value):
-            self.records[name] = value
-
     ran = []
     taken_elsewhere = {"b"}
-    done, left = run_suite(mine, lambda t, r: ran.append(t.name) or _result(t.name), Store(),
+    done, left = run_suite(mine, lambda t, r: ran.append(t.name) or _result(t.name), _MemoryStore(),
                            budget_s=None, progress=lambda s: None,
                            claim=lambda name: name not in taken_elsewhere)
     assert ran == ["a", "c"] and left == []            # b is the other shard's, not "left"
@@ -253,16 +246,6 @@ def test_a_record_is_not_started_with_less_time_left_than_records_took_here():
 
     from tritonforge.bench.optimize import run_suite
 
-    class Store:
-        def __init__(self):
-            self.records = {}
-
-        def get_record(self, kind, name):
-            return self.records.get(name)
-
-        def put_record(self, kind, name, value):
-            self.records[name] = value
-
     ran = []
 
     def one(task, remaining):
@@ -271,5 +254,5 @@ def test_a_record_is_not_started_with_less_time_left_than_records_took_here():
         return _result(task.name)
 
     tasks = [SimpleNamespace(name=n) for n in ("a", "b")]
-    done, left = run_suite(tasks, one, Store(), budget_s=0.7, progress=lambda s: None, need_s=0.1)
+    done, left = run_suite(tasks, one, _MemoryStore(), budget_s=0.7, progress=lambda s: None, need_s=0.1)
     assert ran == ["a"] and left == ["b"]        # 0.3 s left, records took 0.4 s here
