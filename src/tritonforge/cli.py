@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--names", help="comma-separated record names (default: the subset rule)")
     bopt.add_argument("--baseline-store", default=".gpu-store/baseline/store.sqlite",
                       help="run store of a baseline sweep: the subset is drawn from its runnable records")
+    bopt.add_argument("--no-sweep-times", action="store_true",
+                      help="time each original again instead of taking its case times from the "
+                           "baseline store (they only choose the search's cases)")
     bopt.add_argument("--size", type=int, default=40, help="subset size")
     bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     bopt.add_argument("--per-kernel", type=float, default=150.0, help="seconds per kernel at most")

@@ -256,3 +256,47 @@ def test_a_record_is_not_started_with_less_time_left_than_records_took_here():
     tasks = [SimpleNamespace(name=n) for n in ("a", "b")]
     done, left = run_suite(tasks, one, _MemoryStore(), budget_s=0.7, progress=lambda s: None, need_s=0.1)
     assert ran == ["a"] and left == ["b"]        # 0.3 s left, records took 0.4 s here
+
+
+def test_a_sweep_record_stands_in_for_the_optimizers_first_timing_only_when_it_fits():
+    from tritonforge.bench.baseline import BaselineRecord, CaseBaseline, as_known_baseline
+    from tritonforge.runtime.timing import TIMING_REVISION
+
+    task = _task()
+    perf = [c.id for c in task.performance_cases]
+    cases = (CaseBaseline(perf[0], True, 0.5, 0.01), CaseBaseline(perf[1], False, error="oom")) + \
+        tuple(CaseBaseline(c, True, 1.0, 0.01) for c in perf[2:])
+    rec = BaselineRecord(task.name, "tb", True, True, "", cases, 3.0, "cuda", TIMING_REVISION)
+    known = as_known_baseline(rec, task)
+    assert [t.case_id for t in known.timings] == [perf[0], *perf[2:]]
+    assert known.timings[0].median_ms == 0.5
+    assert [f.case_id for f in known.case_failures] == [perf[1]]
+    assert known.hash == task.source_hash
+    from dataclasses import replace as _replace
+    assert as_known_baseline(None, task) is None
+    assert as_known_baseline(_replace(rec, timing_revision=TIMING_REVISION - 1), task) is None
+    assert as_known_baseline(_replace(rec, device="cpu"), task) is None
+    assert as_known_baseline(_replace(rec, runnable=False), task) is None
+    assert as_known_baseline(_replace(rec, cases=cases[:1]), task) is None      # other cases
+
+
+def test_the_optimizer_takes_the_known_baseline_instead_of_timing_the_original(tmp_path):
+    from tritonforge.config import Settings
+    from tritonforge.model import Failure, Status, VariantResult
+    from tritonforge.search.loop import Optimizer
+
+    class GpuTimer:
+        device = "cuda"
+
+        def evaluate(self, *a, **k):
+            raise AssertionError("the original was timed again")
+
+    task = _task()
+    failed = tuple(Failure(Status.RUNTIME_ERROR, "oom", case_id=c.id) for c in task.performance_cases)
+    known = VariantResult("original", task.source_hash, Status.OK, case_failures=failed)
+    result = Optimizer(task, Settings(), [GpuTimer()], [], None, known_baseline=known).run()
+    assert result.stop_reason == "the original runs on no performance case"
+    assert any("baseline sweep" in n for n in result.notes)
+    cpu = GpuTimer()
+    cpu.device = "cpu"
+    assert Optimizer(task, Settings(), [cpu], [], None, known_baseline=known).known_baseline is None

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..model import CaseRole, Status, Task
+from ..model import CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
 from ..runtime.service import Evaluator, original_variant
 from ..runtime.timing import TIMING_REVISION, TimingPlan
 from ..store import RunStore
@@ -245,6 +245,21 @@ def run_baseline(tasks: list[Task], make_evaluator: Callable[[int], Evaluator], 
     records = [r for r in (store.get_record("baseline", t.name) for t in tasks) if current(r)]
     left = [t.name for t in tasks if not current(store.get_record("baseline", t.name))]
     return records, left
+
+
+def as_known_baseline(record: BaselineRecord | None, task: Task) -> VariantResult | None:
+    """A stored sweep record as the optimizer's first step would have measured it (the original's
+    median per performance case, the cases that failed as failures), or None when it cannot stand
+    in: missing, from an older timing revision, not on a GPU, not runnable, or for other cases."""
+    if (record is None or not current(record) or record.device != "cuda" or not record.runnable
+            or {c.case_id for c in record.cases} != {c.id for c in task.performance_cases}):
+        return None
+    timings = tuple(Timing(c.case_id, "original", TimingMethod.CUDA_EVENTS, (c.median_ms,))
+                    for c in record.cases if c.ok and c.median_ms)
+    failures = tuple(Failure(Status.RUNTIME_ERROR, c.error or "failed in the baseline sweep",
+                             case_id=c.case_id) for c in record.cases if not (c.ok and c.median_ms))
+    return VariantResult("original", task.source_hash, Status.OK, timings=timings,
+                         case_failures=failures)
 
 
 def current(record: BaselineRecord | None) -> bool:

@@ -150,6 +150,18 @@ def _shard(spec: str | None, tasks: list, settings, device: str,
     return (list(tasks) if dynamic else tasks[k::n]), settings.replace(run_dir=str(work))
 
 
+def _sweep_times(args: argparse.Namespace, task):
+    """The baseline sweep's times of ``task`` (``--baseline-store``), for the optimizer to skip
+    timing the original again; None without a usable record (``baseline.as_known_baseline``)."""
+    from .baseline import as_known_baseline
+
+    path = Path(args.baseline_store)
+    if args.no_sweep_times or not path.exists():
+        return None
+    with RunStore(path) as base:
+        return as_known_baseline(base.get_record("baseline", task.name), task)
+
+
 def _optimize(args: argparse.Namespace, settings) -> int:
     from ..api import build_proposers, record_llm_usage
     from ..search.loop import Optimizer, make_evaluators
@@ -187,7 +199,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         def one(task, remaining):   # run_suite starts a record only with its whole budget left
             proposers = build_proposers(settings, work_dir)
             opt = Optimizer(task, settings, evaluators, proposers, store, _say,
-                            make_final_evaluator=fresh)
+                            make_final_evaluator=fresh, known_baseline=_sweep_times(args, task))
             try:
                 return opt.run(args.per_kernel)
             finally:
