@@ -73,3 +73,17 @@ def test_unbounded_allocation_is_killed(worker):
 def test_import_error_is_recorded(worker):
     r = _evaluate(worker, "broken", SRC + "\nundefined_thing()\n")
     assert r.status is Status.IMPORT_ERROR and "undefined_thing" in r.failure.reason
+
+
+def test_a_reference_that_breaks_the_cuda_context_leaves_its_candidate_unverified_not_ok(worker):
+    """When the ORIGINAL hits an illegal memory access in a verification run, the candidate was
+    never compared: it must not come back OK (H100 session 5 saw exactly that)."""
+    breaks = SRC.replace("    y = torch.empty_like(x)",
+                         "    raise RuntimeError('CUDA error: an illegal memory access was encountered')")
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", breaks), _v("candidate", SRC)),
+                                         verify=True, time=False))
+    assert ev.result("original").status is Status.CRASH
+    cand = ev.result("candidate")
+    assert cand.status is Status.SKIPPED and "not verified" in cand.failure.reason
+    assert cand.failure.case_id == "c"                 # the case the original cannot run
+    _still_works(worker)

@@ -71,3 +71,16 @@ def test_a_noisy_tiny_case_does_not_veto_a_real_speedup_but_a_clear_regression_d
         _result("cand", {"tiny": 0.0065}, noise=0.02, seed=5, n=400).timings[0], cand.timings[1]))
     d = judge(inc, slower, ("tiny", "big"), interpreted=False)
     assert not d.accepted and "case tiny" in d.reason and "lower bound" in d.reason
+
+
+def test_a_sweep_that_broke_off_is_not_judged_on_the_cases_it_reached():
+    """A run that lost its CUDA context mid-sweep timed some cases only: 2x on those is not a
+    speedup of the file."""
+    inc = _result("inc", {"a": 1.0, "b": 2.0, "c": 4.0})
+    cand = _result("cand", {"a": 0.5, "b": 1.0}, seed=1)                  # c never timed
+    d = judge(inc, cand, ("a", "b", "c"), interpreted=False)
+    assert not d.accepted and "no timings for c" in d.reason
+    partial_inc = _result("inc", {"a": 1.0, "b": 2.0})                     # nor the incumbent
+    d = judge(partial_inc, _result("cand", {"a": 0.5, "b": 1.0, "c": 2.0}, seed=1),
+              ("a", "b", "c"), interpreted=False)
+    assert not d.accepted and "2 of 3 cases" in d.reason

@@ -124,7 +124,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                     st.fail(failure, keep)
                     if broken:
-                        return _finish(task, states, device, []), True
+                        return _finish(task, _unverified(states, st, failure, request.verify),
+                                       device, []), True
 
     # 2. verify each candidate against the reference
     if request.verify and len(states) > 1 and reference.failure is None:
@@ -135,7 +136,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             except BaseException as exc:  # noqa: BLE001
                 st.failure, broken = classify_exception(exc)
                 if broken:
-                    return _finish(task, states, device, []), True
+                    return _finish(task, _unverified(states, st, st.failure, True), device, []), True
 
     # 3. time the performance cases, every surviving variant interleaved on the same inputs
     if request.time:
@@ -235,6 +236,23 @@ def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
 
     return verify_against_reference(ref_module, cand_module, task, cases, builder, dev,
                                     VerifyOptions(baseline=snapshot))
+
+
+def _unverified(states: list[_State], culprit: _State, failure: Failure,
+                verify: bool) -> list[_State]:
+    """After ``culprit`` broke the CUDA context before verification was done, every other
+    candidate that has no failure yet is marked SKIPPED: it was never compared, and "OK" would
+    say it was. (The H100 run of session 5 reported fused_rotary_embedding's candidates OK after
+    the ORIGINAL hit an illegal memory access in their verification runs.) The reference keeps
+    its status: it is not judged here. The failure names the case, so the caller can tell a case
+    the original cannot run."""
+    if verify:
+        for st in states[1:]:
+            if st is not culprit and st.failure is None:
+                st.failure = Failure(Status.SKIPPED, f"not verified: {culprit.variant.name} "
+                                     f"{failure.status.value} first and the CUDA context is lost",
+                                     failure.one_line(), failure.case_id, failure.seed)
+    return states
 
 
 def _finish(task: Any, states: list[_State], device: DeviceInfo, notes: list[str]) -> Evaluation:

@@ -103,6 +103,13 @@ def judge(incumbent: VariantResult, candidate: VariantResult, case_ids: tuple[st
                   f"{100 * policy.max_case_regression:.0f}%, {policy.confidence:.0%} lower bound "
                   f"{100 * (regressed[slow] - 1):.1f}%)")
         return Decision(candidate.hash, False, speedup, low, geo, worst, reason, cases)
+    missing = [cid for cid in case_ids if cid not in per_case]
+    if missing:
+        # a run that broke off (a crash, a lost context) timed only some cases: a speedup over the
+        # rest is not the figure asked for, however good it looks
+        reason = (f"{speedup:.3f}x on {len(per_case)} of {len(case_ids)} cases; no timings for "
+                  f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}: not judged on a part")
+        return Decision(candidate.hash, False, speedup, low, geo, worst, reason, cases)
     if low <= 1 + policy.min_gain:
         reason = f"{speedup:.3f}x, but the {policy.confidence:.0%} lower bound {low:.3f}x is within noise"
         return Decision(candidate.hash, False, speedup, low, geo, worst, reason, cases)

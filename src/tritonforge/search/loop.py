@@ -233,13 +233,17 @@ class Optimizer:
         """
         crashed = {verified[c.hash].failure.case_id for c in cands
                    if verified[c.hash].status is Status.CRASH and verified[c.hash].failure is not None}
-        unsafe = set()
-        for cid in sorted(x for x in crashed if x in case_ids):
+        # SKIPPED with a case: the original itself broke the context there, before the candidate
+        # was compared (fused_rotary_embedding, H100 session 5): that case cannot judge anything
+        unsafe = {verified[c.hash].failure.case_id for c in cands
+                  if verified[c.hash].status is Status.SKIPPED and verified[c.hash].failure is not None
+                  and verified[c.hash].failure.case_id in case_ids}
+        for cid in sorted(x for x in crashed - unsafe if x in case_ids):
             twin = Candidate(original.source, "original", description="the original, as a candidate")
             evaluation = self.timer.evaluate(task, (_variant(original, "original"), _variant(twin, "candidate")),
                                              purpose="original-twice", case_ids=(cid,), verify=True,
                                              time=False, use_store=False)
-            if evaluation.result("candidate").status is Status.CRASH:
+            if evaluation.result("candidate").status in (Status.CRASH, Status.SKIPPED):
                 unsafe.add(cid)
         return unsafe
 
@@ -352,7 +356,7 @@ class Optimizer:
                 notes += [f"case {cid} dropped: the original itself crashes there when it runs "
                           "after itself, as a candidate does (not a candidate's fault)" for cid in unsafe]
                 self.progress(f"{task.name}: {notes[-1]}")
-                again = [c for c in cands if verified[c.hash].status is Status.CRASH]
+                again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)]
                 if verify_ids and again:
                     verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
