@@ -44,3 +44,25 @@ def test_nothing_is_checked_when_no_candidate_crashed():
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, {cands[0].hash: _result(Status.OK)},
                                            ("perf-01",)) == set()
     assert asked == []
+
+
+def test_a_case_where_the_reference_broke_the_context_is_unsafe_without_another_run():
+    """SKIPPED naming a case: the original crashed there as the reference, before the candidate
+    was compared (fused_rotary_embedding, H100 session 5). A twin whose reference crashes counts
+    as the original crashing too."""
+    cands = [Candidate(f"x = {i}\n", "rules:t") for i in range(3)]
+    verified = {cands[0].hash: _result(Status.SKIPPED, "perf-01"),
+                cands[1].hash: _result(Status.SKIPPED, "perf-01"),
+                cands[2].hash: _result(Status.CRASH, "perf-03")}
+    opt, asked = _optimizer(set())
+    twin_status = {"perf-03": Status.SKIPPED}
+
+    def evaluate(task, variants, *, purpose, case_ids, **kw):
+        asked.append((purpose, case_ids, True))
+        return SimpleNamespace(result=lambda name: _result(twin_status.get(case_ids[0], Status.OK),
+                                                           case_ids[0]))
+
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    unsafe = opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-01", "perf-03"))
+    assert unsafe == {"perf-01", "perf-03"}
+    assert [a[1] for a in asked] == [("perf-03",)]     # perf-01 needed no second run

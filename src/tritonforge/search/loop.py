@@ -353,8 +353,9 @@ class Optimizer:
                 task = replace(task, cases=tuple(c for c in task.cases if c.id not in unsafe))
                 verify_ids = tuple(i for i in verify_ids if i not in unsafe)
                 search_ids = tuple(i for i in search_ids if i not in unsafe) or search_ids
-                notes += [f"case {cid} dropped: the original itself crashes there when it runs "
-                          "after itself, as a candidate does (not a candidate's fault)" for cid in unsafe]
+                notes += [f"case {cid} dropped: the original itself crashes there (as the reference, "
+                          "or run after itself as a candidate is): it cannot judge a candidate"
+                          for cid in sorted(unsafe)]
                 self.progress(f"{task.name}: {notes[-1]}")
                 again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)]
                 if verify_ids and again:
