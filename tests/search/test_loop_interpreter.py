@@ -1,6 +1,7 @@
 """The loop end to end through Triton's interpreter on the bundled example (accepting by
 correctness, since CPU times are not performance), and a wrong proposal rejected by the loop."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,12 @@ def test_the_profile_diagnosis_reaches_the_proposers(task, tmp_path):
     diagnosis = spy.contexts[0].diagnosis
     assert diagnosis is not None and "larger_blocks" in {h.kind for h in diagnosis.hints}
     assert any(n.startswith("diagnosis (static-only)") for n in result.notes)
+
+
+def test_no_case_the_original_runs_ends_the_run_before_any_proposal(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace('args = [{ tensor = [257] }]', 'args = [{ tensor = [257] }, 3]'))
+    task = task_from_file(EXAMPLE, spec)            # "c" passes an extra argument: it fails
+    broken = replace(task, cases=tuple(c for c in task.cases if c.id == "c"))
+    result, _ = _optimize(broken, tmp_path, [FixedProposer("x = 1\n", "never proposed")])
+    assert result.tried == 0 and "no case left" in result.stop_reason

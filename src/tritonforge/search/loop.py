@@ -289,6 +289,10 @@ class Optimizer:
                                   time.perf_counter() - start, 0)
         task, dropped = restrict_to_runnable(task, base)
         notes += dropped
+        if not task.cases:
+            return OptimizeResult(task.name, original, original, None, 0,
+                                  "no case left that the original runs: nothing to verify a "
+                                  "candidate on", time.perf_counter() - start, 0, notes=tuple(notes))
         if not task.performance_cases and not self.interpreted:
             return OptimizeResult(task.name, original, original, None, 0,
                                   "the original runs on no performance case",
