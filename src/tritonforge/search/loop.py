@@ -406,6 +406,17 @@ class Optimizer:
                 if stale >= patience:
                     stop = f"no gain for {stale} rounds"
                     break
+        final, best_c = self._output(task, original, chain, ranked, split, factor, notes)
+        return OptimizeResult(task.name, original, best_c, final, round_, stop,
+                              time.perf_counter() - start, len(history), tuple(history),
+                              search_ids, tuple(notes), gpu_blocked_s() - blocked0)
+
+    def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
+                split: list, factor: float, notes: list[str]) -> tuple[Decision | None, Candidate]:
+        """What the run writes: the final check (a fresh process, every case) of the accepted
+        chain's best, then of earlier ones; or, with emit auto, a size dispatch or an autotune
+        where a config is faster overall but slower on some size; or the autotune asked for.
+        Returns the deciding final check (None when nothing was checked) and the output."""
         final, best_c = None, original
         tried_split = False
         if self.settings.emit == "auto" and split and max(split)[0] > factor * (1 + self.policy.min_gain):
@@ -446,9 +457,14 @@ class Optimizer:
             elif not tried_split:
                 final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
                                                     best_c, notes, with_original=True)
-        return OptimizeResult(task.name, original, best_c, final, round_, stop,
-                              time.perf_counter() - start, len(history), tuple(history),
-                              search_ids, tuple(notes), gpu_blocked_s() - blocked0)
+        elif (self.settings.emit == "auto" and vetoed is not None and final is not None
+              and final.accepted and vetoed_by.speedup > final.speedup * (1 + 2 * self.policy.min_gain)):
+            # an earlier config of the chain passed, a later one was faster overall but vetoed by
+            # one size: joined with the original it may beat the one that passed
+            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
+            if final_d is not None and final_d.accepted and final_d.speedup > final.speedup:
+                final, best_c = final_d, best_d
+        return final, best_c
 
     def _prune(self, task: Task, incumbent: Candidate, cands: list[Candidate], hardware: HardwareInfo,
                history: list[HistoryEntry], notes: list[str]) -> list[Candidate]:

@@ -1,0 +1,89 @@
+"""The loop's output stage (``Optimizer._output``): which final checks run, and when a size
+dispatch or an autotune replaces a config the final check vetoed for one size."""
+
+from types import SimpleNamespace
+
+from tritonforge.model import Candidate, Decision
+from tritonforge.search.arbiter import ArbiterPolicy
+from tritonforge.search.loop import Optimizer
+
+ORIGINAL = Candidate("x = 0\n", "original")
+A = Candidate("x = 1\n", "rules:t", description="A")
+B = Candidate("x = 2\n", "rules:t", description="B")
+S = Candidate("x = 3\n", "rules:t", description="S")
+JOINED = Candidate("x = 9\n", "emit:size_dispatch", description="joined")
+
+
+def _decision(c, accepted, speedup, worst=1.0):
+    return Decision(c.hash, accepted, speedup, speedup * 0.99, speedup, worst,
+                    "ok" if accepted else f"case p0 is {100 * (worst - 1):.0f}% slower")
+
+
+def _optimizer(finals, dispatch=None, emit="auto"):
+    """``finals``: candidate -> its final check; ``dispatch``: the joined file's final check."""
+    opt = Optimizer.__new__(Optimizer)
+    opt.settings = SimpleNamespace(emit=emit, min_speedup=1.05)
+    opt.policy = ArbiterPolicy()
+    opt.interpreted = False
+    calls = []
+    joined = JOINED
+
+    def final(task, original, cand):
+        calls.append(("final", cand.description))
+        return finals[cand.hash]
+
+    def emit_dispatch(task, original, cand, vetoed_by, notes):
+        calls.append(("dispatch", cand.description))
+        return (dispatch, joined) if dispatch is not None else (None, original)
+
+    def emit_autotune(task, original, ranked, final, best, notes, with_original=False):
+        calls.append(("autotune", tuple(c.description for _, _, c in ranked)))
+        return final, best
+
+    def emit_size_split(task, original, split, chain, notes):
+        calls.append(("split-autotune", None))
+        return None, original
+
+    opt._final, opt._emit_dispatch = final, emit_dispatch
+    opt._emit_autotune, opt._emit_size_split = emit_autotune, emit_size_split
+    return opt, calls, joined
+
+
+def test_a_vetoed_best_is_joined_with_the_original_by_a_size_test():
+    opt, calls, joined = _optimizer({B.hash: _decision(B, False, 3.0, worst=1.14)},
+                                    dispatch=_decision(JOINED, True, 2.9))
+    final, out = opt._output(None, ORIGINAL, [B], [], [], 3.0, [])
+    assert out is joined and final.speedup == 2.9
+    assert calls == [("final", "B"), ("dispatch", "B")]         # no autotune needed
+
+
+def test_the_autotune_is_the_fallback_when_the_size_test_does_not_hold():
+    opt, calls, _ = _optimizer({B.hash: _decision(B, False, 3.0, worst=1.14)},
+                               dispatch=_decision(B, False, 2.9, worst=1.08))
+    final, out = opt._output(None, ORIGINAL, [B], [], [], 3.0, [])
+    assert calls == [("final", "B"), ("dispatch", "B"), ("autotune", ("B",))]
+
+
+def test_a_vetoed_later_config_may_still_beat_the_earlier_one_that_passed():
+    finals = {B.hash: _decision(B, False, 6.7, worst=1.14), A.hash: _decision(A, True, 1.3)}
+    opt, calls, joined = _optimizer(finals, dispatch=_decision(JOINED, True, 6.5))
+    final, out = opt._output(None, ORIGINAL, [A, B], [], [], 6.7, [])
+    assert calls == [("final", "B"), ("final", "A"), ("dispatch", "B")]
+    assert out is joined and final.speedup == 6.5
+    opt, calls, joined = _optimizer(finals, dispatch=_decision(JOINED, True, 1.2))
+    final, out = opt._output(None, ORIGINAL, [A, B], [], [], 6.7, [])
+    assert out is A and final.speedup == 1.3                     # the join was slower: A stays
+
+
+def test_a_vetoed_config_barely_faster_than_the_one_that_passed_is_not_tried():
+    finals = {B.hash: _decision(B, False, 1.31, worst=1.14), A.hash: _decision(A, True, 1.3)}
+    opt, calls, _ = _optimizer(finals, dispatch=None)
+    final, out = opt._output(None, ORIGINAL, [A, B], [], [], 1.31, [])
+    assert out is A and ("dispatch", "B") not in calls
+
+
+def test_a_search_vetoed_config_is_checked_and_joined_before_the_chain():
+    finals = {S.hash: _decision(S, False, 1.16, worst=1.27), A.hash: _decision(A, True, 1.03)}
+    opt, calls, joined = _optimizer(finals, dispatch=_decision(JOINED, True, 1.15))
+    final, out = opt._output(None, ORIGINAL, [A], [], [(1.16, 0, S)], 1.03, [])
+    assert out is joined and calls == [("final", "S"), ("dispatch", "S")]
