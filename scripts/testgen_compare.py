@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     command = "python scripts/testgen_compare.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.summary_only:   # this run swept nothing: it must not pass for the sweep's command
+        command += " (a summary of records swept by earlier runs; their commands are in the README)"
     summary = {"device": device, "records": len(rows), "counts": counts, "command": command, "rows": rows}
     (out / "testgen_compare.json").write_text(json.dumps(summary, indent=1, default=str))
     (out / "testgen_compare.md").write_text(markdown(rows, counts, device, len(rows), command))
