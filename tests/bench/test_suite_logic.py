@@ -46,7 +46,7 @@ def test_held_back_names_the_reason():
 # ---------------------------------------------------------------- baseline: device OOM retried alone
 from types import SimpleNamespace  # noqa: E402
 
-from tritonforge.bench.baseline import RunCheck, device_oom, retry_alone  # noqa: E402
+from tritonforge.bench.baseline import RunCheck, out_of_memory, retry_alone  # noqa: E402
 from tritonforge.model import Case, CaseRole, Failure, SpecCall, Task  # noqa: E402
 
 
@@ -74,9 +74,10 @@ CUDA_OOM = "oom [p1 seed 0]: OutOfMemoryError: CUDA out of memory. Tried to allo
 HOST_OOM = "oom [p2]: host memory over 16.0 GiB during run of case p2: killed"
 
 
-def test_device_oom_is_told_from_the_host_memory_watch():
-    assert device_oom(CUDA_OOM) and not device_oom(HOST_OOM)
-    assert not device_oom("crash [p1]: an illegal memory access")
+def test_out_of_memory_covers_the_device_the_host_watch_and_cases_not_run_after_it():
+    assert out_of_memory(CUDA_OOM) and out_of_memory(HOST_OOM)
+    assert out_of_memory("not run: " + HOST_OOM)
+    assert not out_of_memory("crash [p1]: an illegal memory access")
 
 
 def test_cases_out_of_memory_beside_other_workers_are_retried_alone():
@@ -116,7 +117,7 @@ def test_cases_before_an_out_of_memory_death_count_as_run():
     check = check_runnable(_task(), _DiesAt("p1"))
     failed = dict(check.perf_failed)
     assert check.perf_ok == ("p0",) and set(failed) == {"p1", "p2", "p3"}
-    assert failed["p2"].startswith("not run: oom") and device_oom(failed["p1"]) is False
+    assert failed["p2"].startswith("not run: oom") and "host memory" in failed["p1"]
 
 
 def test_baselines_of_an_older_timing_revision_are_timed_again():

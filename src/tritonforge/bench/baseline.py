@@ -104,11 +104,6 @@ class RunCheck:
     wall_s: float
 
 
-def device_oom(error: str) -> bool:
-    """A CUDA out-of-memory failure (not the host-memory watch)."""
-    return out_of_memory(error) and "host memory" not in error
-
-
 def out_of_memory(error: str) -> bool:
     """Device or host memory ran out (or a case was not run after that happened)."""
     return error.removeprefix("not run: ").startswith("oom")
