@@ -12,6 +12,8 @@
 # call's carry to go on where it stopped (or carry that gpu-store.tgz itself as .gpu-store.tgz).
 #   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
+#   STORES       suffix of the committed stores to resume from when no .gpu-store.tgz is carried
+#                (e.g. h100-2026-11-23-s5: bench/results/stores/{optimize,baseline}-<it>.sqlite.gz)
 #   JOBS         workers side by side for untimed runs (default 6)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
@@ -34,7 +36,18 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # folder and packed into $OUT/session.tgz (logs, summaries) and $OUT/gpu-store.tgz (the stores).
 # The stores may travel packed (the carry is limited to 64 MiB): a .gpu-store.tgz (as the last
 # call's $OUT/gpu-store.tgz) is unpacked here first.
-if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"; fi
+# Or, lighter, with STORES=SUFFIX and no .gpu-store.tgz carried: the stores are rebuilt from the
+# committed bench/results/stores/{optimize,baseline}-SUFFIX.sqlite.gz that travel with the tree
+# (save_gpu_call.sh writes them after each call), so the carry holds no second copy of them.
+if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"
+elif [ -n "${STORES:-}" ]; then
+  for kind in optimize baseline; do
+    gz="bench/results/stores/$kind-$STORES.sqlite.gz"
+    if [ -f "$gz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then
+      mkdir -p ".gpu-store/$kind" && gunzip -c "$gz" > ".gpu-store/$kind/store.sqlite" && echo "store from $gz"
+    fi
+  done
+fi
 FINAL_OUT="${OUT:-/tmp/tf-out}"; OUT="$(mktemp -d)"; mkdir -p "$FINAL_OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
 JOBS="${JOBS:-6}"
