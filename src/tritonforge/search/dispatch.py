@@ -5,8 +5,8 @@ The search often finds a config that is faster overall but slower on one size (H
 mean_reduction BLOCK_N 8 -> 256 4.5x on the search's cases, one 6 us case 14% slower in the final
 sweep; cosine_compute num_warps 4 -> 16 2.9x, one case 5.5% slower). ``@triton.autotune`` over both
 configs lets each size take its faster one, but its per-call dispatch on the host costs more than a
-launch-bound kernel runs (measured: +244% on mean_reduction's smallest case, +291% on
-fp4_to_bf16's). A Python ``if`` costs well under a microsecond and reads like what a person writes:
+launch-bound kernel runs (measured: +244% on a small case of mean_reduction, +291% on one of
+fp4_to_bf16). A Python ``if`` costs well under a microsecond and reads like what a person writes:
 
     _tf_candidate_config = x.numel() >= 65536     # first in the function
     ...
