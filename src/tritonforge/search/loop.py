@@ -24,11 +24,12 @@ from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..model import (
     Candidate, CaseRole, Decision, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
-    Status, Task, Variant, VariantResult,
+    Status, Task, VariantResult,
 )
-from ..runtime.service import Evaluator, final_check_plan, gpu_blocked_s
+from ..runtime.service import Evaluator, gpu_blocked_s
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
+from .output import OutputStage, _variant
 from .proposer import Proposer
 from .repair import RepairOutcome, repair_candidate
 
@@ -59,12 +60,7 @@ class OptimizeResult:
         return self.best.hash != self.original.hash and self.final is not None and self.final.accepted
 
 
-def _variant(c: Candidate, name: str) -> Variant:
-    return Variant(name, c.source, c.hash)
-
-
 INTERPRETER_MAX_ELEMENTS = 1 << 16
-PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
 INTERPRETER_MAX_ROUNDS = 2
 INTERPRETER_MAX_CANDIDATES = 3
 
@@ -158,7 +154,7 @@ def representative_cases(task: Task, baseline: VariantResult, count: int = 2) ->
     return tuple(ids)
 
 
-class Optimizer:
+class Optimizer(OutputStage):
     """Runs the loop for one task; ``evaluators`` are the verification pool, the first also times."""
 
     def __init__(self, task: Task, settings: Settings, evaluators: list[Evaluator],
@@ -411,61 +407,6 @@ class Optimizer:
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0)
 
-    def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
-                split: list, factor: float, notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """What the run writes: the final check (a fresh process, every case) of the accepted
-        chain's best, then of earlier ones; or, with emit auto, a size dispatch or an autotune
-        where a config is faster overall but slower on some size; or the autotune asked for.
-        Returns the deciding final check (None when nothing was checked) and the output."""
-        final, best_c = None, original
-        tried_split = False
-        if self.settings.emit == "auto" and split and max(split)[0] > factor * (1 + self.policy.min_gain):
-            # a config the search found faster overall than the whole accepted chain, but slower on
-            # some size: offer an autotune over it, the chain's best and the original config first
-            # (fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28% slower;
-            # the chain of clean wins reached 1.035x)
-            tried_split = True
-            top = max(split, key=lambda r: (r[0], r[1]))[2]
-            check = self._final(task, original, top)
-            if check.accepted:
-                final, best_c = check, top
-            elif self._vetoed_by_one_size(check):
-                final_d, best_d = self._emit_dispatch(task, original, top, check, notes)
-                if final_d is not None and final_d.accepted:
-                    final, best_c = final_d, best_d
-            if best_c is original:
-                notes.append(f"final check of {top.description!r}: {check.reason}")
-                final, best_c = self._emit_size_split(task, original, split, chain, notes)
-        vetoed: Candidate | None = None      # a config faster overall but slower on one size
-        vetoed_by: Decision | None = None    # ... and the final check that said so
-        for cand in reversed(chain[-3:] if best_c is original else []):   # the best first, then back
-            final = self._final(task, original, cand)
-            if final.accepted:
-                best_c = cand
-                break
-            if vetoed is None and self._vetoed_by_one_size(final):
-                vetoed, vetoed_by = cand, final
-            notes.append(f"final check rejected {cand.description!r}: {final.reason}")
-        if self.settings.emit == "autotune" and ranked:
-            final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
-        elif self.settings.emit == "auto" and best_c is original and vetoed is not None:
-            # faster overall, slower on some size: let each size take the faster config, first
-            # by a Python test on a size (free at run time), else by the autotuner
-            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
-            if final_d is not None and final_d.accepted:
-                final, best_c = final_d, best_d
-            elif not tried_split:
-                final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
-                                                    best_c, notes, with_original=True)
-        elif (self.settings.emit == "auto" and vetoed is not None and final is not None
-              and final.accepted and vetoed_by.speedup > final.speedup * (1 + 2 * self.policy.min_gain)):
-            # an earlier config of the chain passed, a later one was faster overall but vetoed by
-            # one size: joined with the original it may beat the one that passed
-            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
-            if final_d is not None and final_d.accepted and final_d.speedup > final.speedup:
-                final, best_c = final_d, best_d
-        return final, best_c
-
     def _prune(self, task: Task, incumbent: Candidate, cands: list[Candidate], hardware: HardwareInfo,
                history: list[HistoryEntry], notes: list[str]) -> list[Candidate]:
         """Drop candidates with a config over the device's shared memory or registers
@@ -590,137 +531,6 @@ class Optimizer:
         if self.store:
             self.store.put_profile(self.task.name, incumbent.hash, outcome.profile)
         return d
-
-    def _vetoed_by_one_size(self, final: Decision | None) -> bool:
-        """The final check found the best fixed config faster overall, but some case slower
-        beyond the per-case limit (seen on triton_conv2d_fwd, H100: 1.25x overall, a 45 us case
-        72% slower, BLOCK 128 -> 256)."""
-        return (final is not None and not final.accepted and final.speedup == final.speedup
-                and final.speedup >= self.settings.min_speedup
-                and final.worst_case_ratio > 1 + self.policy.max_case_regression)
-
-    def _split_worthy(self, decision: Decision) -> bool:
-        """A search decision rejected only for one slower size: faster overall beyond the noise
-        (the lower bound clears the gain), some case slower beyond the per-case limit."""
-        return (not self.interpreted and not decision.accepted
-                and decision.speedup_low == decision.speedup_low
-                and decision.speedup_low > 1 + self.policy.min_gain
-                and decision.worst_case_ratio > 1 + self.policy.max_case_regression)
-
-    def _emit_size_split(self, task: Task, original: Candidate, split: list, chain: list[Candidate],
-                         notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """@triton.autotune over the best size-split configs, the chain's best and the original's
-        (each size takes its fastest), checked like any output; ``(None, original)`` when it cannot
-        be built or does not hold up, so the accepted chain is checked next."""
-        top = [c for _, _, c in sorted(split, key=lambda r: (r[0], r[1]), reverse=True)][:4]
-        if chain:
-            top.append(chain[-1])
-        ranked = [(float(len(top) - i), 0, c) for i, c in enumerate(top)]
-        return self._emit_autotune(task, original, ranked, None, original, notes, with_original=True)
-
-    def _emit_dispatch(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
-                       notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """The original and ``cand`` joined by a Python size test at the launch (``search.dispatch``):
-        each performance case runs once with a probe that records the launch function's argument
-        sizes, the final check's per-case speedups choose the test, and the joined file goes
-        through the final check like any output. ``(None, original)`` when it cannot be built."""
-        from .dispatch import (
-            NotDispatchable, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
-            size_expression, statement_changes,
-        )
-
-        try:
-            changes = statement_changes(original.source, cand.source)
-        except NotDispatchable as exc:
-            notes.append(f"size dispatch not possible: {exc}")
-            return None, original
-        speedups = {cid: r for cid, r in vetoed_by.per_case if r == r and r > 0}
-        probe_dir = Path(self.settings.run_dir) / "probes" / cand.hash[:16]
-        probe_dir.mkdir(parents=True, exist_ok=True)
-        sizes: dict[str, dict[str, int]] = {}
-        kinds: dict[str, set[str]] = {}
-        probe_start = time.perf_counter()
-        for case in task.performance_cases:
-            if case.id not in speedups:
-                continue
-            if time.perf_counter() - probe_start > PROBE_BUDGET_S:
-                # each probe imports the file afresh (an autotuned kernel tunes again): a rule
-                # from the cases probed so far; the final check still runs every case
-                notes.append(f"size probes stopped after {PROBE_BUDGET_S:.0f} s ({len(sizes)} case(s))")
-                break
-            path = probe_dir / f"{case.id}.jsonl"
-            path.unlink(missing_ok=True)
-            probe = Candidate(probe_source(original.source, changes, path), "emit:dispatch-probe",
-                              original.hash, f"size probe for {case.id}")
-            self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
-                                case_ids=(case.id,), verify=False, time=False, keep_going=True,
-                                use_store=False)
-            got = read_probe(path)
-            if got:
-                sizes[case.id] = got
-                for name, seen in probe_kinds(path).items():
-                    kinds.setdefault(name, set()).update(seen)
-        # a case within half the per-case limit of even may go either way; the final check judges
-        rule = choose_rule(sizes, speedups, floor=1 - self.policy.max_case_regression / 2)
-        if rule is None:
-            notes.append(f"size dispatch not possible: no size test separates the cases where "
-                         f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
-            return None, original
-        expr = size_expression(rule.param, kinds.get(rule.param, set()))
-        joined = Candidate(dispatch_source(original.source, cand.source, changes, rule, expr),
-                           "emit:size_dispatch", original.hash,
-                           f"size dispatch: {cand.description} where {rule.describe()}")
-        if self.store:
-            self.store.put_candidate(task.name, joined)
-        decision = self._final(task, original, joined)
-        verdict = "kept" if decision.accepted else "not kept"
-        notes.append(f"size dispatch ({rule.describe()}) {verdict}: {decision.reason}")
-        self.progress(f"{task.name}: {notes[-1]}")
-        return decision, joined
-
-    def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
-                       best: Candidate, notes: list[str],
-                       with_original: bool = False) -> tuple[Decision | None, Candidate]:
-        """Offer @triton.autotune over the best configs (and the original's, ``with_original``);
-        keep it if it holds up as well."""
-        from .emit import autotune_candidate
-        from .prune import task_element_bytes
-
-        top = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
-        if with_original:
-            top = top[:5] + [original]
-        auto = autotune_candidate(original, top[:6], nbytes=task_element_bytes(task))
-        if auto is None:
-            notes.append("autotune output not possible here (fewer than two configs, or the "
-                         "transform does not apply): the best fixed config is written")
-            return final, best
-        if self.store:
-            self.store.put_candidate(task.name, auto)
-        decision = self._final(task, original, auto)
-        fixed_ok = final is not None and final.accepted
-        if decision.accepted and (not fixed_ok or self.interpreted
-                                  or decision.speedup >= 0.97 * final.speedup):
-            notes.append(f"autotune output kept: {decision.reason}")
-            return decision, auto
-        notes.append(f"autotune output not kept ({decision.reason}); the best fixed config is written")
-        return final, best
-
-    def _final(self, task: Task, original: Candidate, best: Candidate) -> Decision:
-        """Re-verify and re-time the best against the original, all cases, in a fresh process."""
-        ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
-        try:
-            evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(best, "best")),
-                                     purpose="final", verify=True, time=True, keep_going=True,
-                                     plan=final_check_plan(self.settings))
-        finally:
-            if ev is not self.timer:
-                ev.close()
-        perf = tuple(c.id for c in task.performance_cases)
-        decision = judge(evaluation.result("original"), evaluation.result("best"), perf,
-                         interpreted=self.interpreted, policy=self.policy)
-        if self.store:
-            self.store.put_decision(task.name, 0, decision)
-        return decision
 
 
 def _failure_text(r: VariantResult) -> str:
