@@ -29,7 +29,6 @@ import logging
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -39,7 +38,7 @@ from tritonforge.model import CaseRole, Task  # noqa: E402
 from tritonforge.runtime.service import Evaluator, original_variant, resolve_device  # noqa: E402
 from tritonforge.runtime.timing import TimingPlan  # noqa: E402
 from tritonforge.tasks.tritonbench import (  # noqa: E402
-    count_perf_inputs, load_harness, load_records, task_from_record,
+    META_PERF_END, META_PERF_PRELUDE, count_perf_inputs, load_harness, load_records, task_from_record,
 )
 from tritonforge.testgen.generate import TestgenOptions  # noqa: E402
 from tritonforge.testgen.tritonbench import RecordOutcome, generate_for_record  # noqa: E402
@@ -49,27 +48,7 @@ STATUS_ORDER = ["ok", "no_perf", "no_correctness", "no_cases", "no_calls", "inte
 PLAN = TimingPlan(rounds=5, round_ms=10.0, warmup_ms=10.0, flush_l2=True, cuda_graph=False)
 
 
-_BYTES_SCRIPT = r"""
-import json, sys, types, torch
-torch.set_default_device("meta")
-results = {}
-for name, script in json.load(sys.stdin).items():
-    try:
-        class _Any(types.ModuleType):
-            def __getattr__(self, attr):
-                return lambda *a, **k: None
-        pkg = types.ModuleType("TritonBench_v1"); pkg.__path__ = []
-        sys.modules["TritonBench_v1"] = pkg
-        sys.modules["TritonBench_v1." + name] = _Any(name)
-        pu = types.ModuleType("performance_utils")
-        class Performance_Metrics:
-            def __init__(self, *a, **k): self.input_tensors = []
-        pu.Performance_Metrics = Performance_Metrics; pu.do_bench_config = object
-        sys.modules["performance_utils"] = pu
-        ns = {"__name__": "perf", "__file__": "/tmp/x/perf.py"}
-        exec(compile(script, name, "exec"), ns)
-        inst = ns["performance_metrics"]()
-        inst.get_input_tensors()
+_BYTES_SCRIPT = META_PERF_PRELUDE + r"""
         def size(x, depth=0):
             if isinstance(x, torch.Tensor):
                 return x.numel() * x.element_size()
@@ -79,10 +58,7 @@ for name, script in json.load(sys.stdin).items():
                 return sum(size(v, depth + 1) for v in x.values())
             return 0
         results[name] = [size(x) for x in inst.input_tensors]
-    except BaseException:
-        results[name] = None
-print(json.dumps(results))
-"""
+""" + META_PERF_END
 
 
 def perf_script_bytes(record) -> list[int] | None:

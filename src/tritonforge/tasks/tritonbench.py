@@ -91,7 +91,10 @@ def entries_of(record: Record) -> tuple[str, ...]:
     return tuple(names)
 
 
-_COUNT_SCRIPT = r"""
+# A child process that runs each performance script's get_input_tensors() on the meta device
+# (nothing allocated) with stand-ins for TritonBench_v1 and performance_utils. Code put between
+# META_PERF_PRELUDE and META_PERF_END (8 spaces in, with `name` and `inst`) sets results[name].
+META_PERF_PRELUDE = r"""
 import json, sys, types, torch
 torch.set_default_device("meta")
 results = {}
@@ -112,11 +115,12 @@ for name, script in json.load(sys.stdin).items():
         exec(compile(script, name, "exec"), ns)
         inst = ns["performance_metrics"]()
         inst.get_input_tensors()
-        results[name] = len(inst.input_tensors)
-    except BaseException as exc:
+"""
+META_PERF_END = r"""    except BaseException:
         results[name] = None
 print(json.dumps(results))
 """
+_COUNT_SCRIPT = META_PERF_PRELUDE + "        results[name] = len(inst.input_tensors)\n" + META_PERF_END
 
 
 def count_perf_inputs(records: list[Record], timeout_s: float = 300.0) -> dict[str, int | None]:
