@@ -7,7 +7,7 @@ import threading
 import time
 
 from tritonforge.runtime.service import (
-    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, gpu_timing_lock, lock_mode,
+    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, lock_mode,
 )
 
 PROBE = ("import fcntl, sys\n"
@@ -24,7 +24,7 @@ def _other_process_sees(path) -> str:
 def test_timed_runs_hold_the_lock_file_and_release_it(tmp_path, monkeypatch):
     lock = tmp_path / "gpu.lock"
     monkeypatch.setenv(GPU_LOCK_ENV, str(lock))
-    with gpu_timing_lock(True):
+    with gpu_lock("exclusive"):
         assert _other_process_sees(lock) == "held"
     assert _other_process_sees(lock) == "free"
 
@@ -32,10 +32,10 @@ def test_timed_runs_hold_the_lock_file_and_release_it(tmp_path, monkeypatch):
 def test_untimed_runs_and_an_unset_variable_lock_nothing(tmp_path, monkeypatch):
     lock = tmp_path / "gpu.lock"
     monkeypatch.setenv(GPU_LOCK_ENV, str(lock))
-    with gpu_timing_lock(False):
+    with gpu_lock(None):
         assert not lock.exists()
     monkeypatch.delenv(GPU_LOCK_ENV)
-    with gpu_timing_lock(True):
+    with gpu_lock("exclusive"):
         assert not lock.exists()
 
 

@@ -180,15 +180,14 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     tasks = load_tasks(names)
     run_dir = Path(settings.run_dir)
     group = args.shard_group if args.shard else None
-    mine, settings = _shard(args.shard, tasks, settings, resolve_device(settings.device),
-                            dynamic=group is not None)
+    device = resolve_device(settings.device)     # asks a child process: once
+    mine, settings = _shard(args.shard, tasks, settings, device, dynamic=group is not None)
     with RunStore(run_dir / "store.sqlite") as store:
         for name in (n.strip() for n in (args.redo or "").split(",") if n.strip()):
             if name not in {t.name for t in mine} or (group and not args.shard.startswith("0/")):
                 continue                # another shard's record (or shard 0's to forget)
             gone = store.forget_task(name, "optimize")
             _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
-        device = resolve_device(settings.device)
         work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
         evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
         counter = iter(range(100_000))

@@ -105,7 +105,7 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
         remaining = None if budget_s is None else budget_s - (time.perf_counter() - start)
         # what a record took here so far counts too: shards queue for the GPU (which the
         # per-kernel budget leaves out), and a record cut by the call's end is work lost
-        need = max([need_s, statistics.median(walls)] if walls else [need_s])
+        need = max(need_s, statistics.median(walls)) if walls else need_s
         if remaining is not None and remaining < need:
             left.append(task.name)
             continue

@@ -137,11 +137,6 @@ def gpu_lock(mode: str | None) -> Iterator[None]:
             _blocked.change(holding=-1)
 
 
-def gpu_timing_lock(needed: object) -> contextlib.AbstractContextManager[None]:
-    """The exclusive lock while timing (when ``needed``); see ``gpu_lock``."""
-    return gpu_lock("exclusive" if needed else None)
-
-
 def resolve_device(setting: str) -> str:
     """'auto' -> 'cuda' when a GPU is visible, else 'cpu' (the Triton interpreter)."""
     if setting == "cpu":

@@ -295,7 +295,7 @@ class Optimizer(OutputStage):
                                   time.perf_counter() - start, 0, notes=tuple(notes))
         search_ids = representative_cases(task, base)
         verify_ids = search_verification_cases(task, base)
-        if self.timer.worker.info is None and not self.timer.worker.alive():
+        if self.timer.worker.info is None:
             self.timer.worker.start()      # no baseline run started it (a known baseline)
         info = self.timer.worker.info
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,

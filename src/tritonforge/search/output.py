@@ -36,20 +36,18 @@ class OutputStage:
         Returns the deciding final check (None when nothing was checked) and the output."""
         final, best_c = None, original
         tried_split = False
-        if self.settings.emit == "auto" and split and max(split)[0] > factor * (1 + self.policy.min_gain):
+        top_est, _, top = max(split, key=lambda r: (r[0], r[1])) if split else (0.0, 0, original)
+        if self.settings.emit == "auto" and split and top_est > factor * (1 + self.policy.min_gain):
             # a config the search found faster overall than the whole accepted chain, but slower on
-            # some size: offer an autotune over it, the chain's best and the original config first
-            # (fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28% slower;
-            # the chain of clean wins reached 1.035x)
+            # some size (fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28%
+            # slower; the chain of clean wins reached 1.035x): its own final check, then the size
+            # dispatch, then an autotune over it, the chain's best and the original config
             tried_split = True
-            top = max(split, key=lambda r: (r[0], r[1]))[2]
             check = self._final(task, original, top)
             if check.accepted:
                 final, best_c = check, top
             elif self._vetoed_by_one_size(check):
-                final_d, best_d = self._emit_dispatch(task, original, top, check, notes)
-                if final_d is not None and final_d.accepted:
-                    final, best_c = final_d, best_d
+                final, best_c = self._dispatched(task, original, top, check, notes) or (final, best_c)
             if best_c is original:
                 notes.append(f"final check of {top.description!r}: {check.reason}")
                 final, best_c = self._emit_size_split(task, original, split, chain, notes)
@@ -68,9 +66,9 @@ class OutputStage:
         elif self.settings.emit == "auto" and best_c is original and vetoed is not None:
             # faster overall, slower on some size: let each size take the faster config, first
             # by a Python test on a size (free at run time), else by the autotuner
-            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
-            if final_d is not None and final_d.accepted:
-                final, best_c = final_d, best_d
+            joined = self._dispatched(task, original, vetoed, vetoed_by, notes)
+            if joined:
+                final, best_c = joined
             elif not tried_split:
                 final, best_c = self._emit_autotune(task, original, [(1.0, 0, vetoed)], final,
                                                     best_c, notes, with_original=True)
@@ -78,10 +76,18 @@ class OutputStage:
               and final.accepted and vetoed_by.speedup > final.speedup * (1 + 2 * self.policy.min_gain)):
             # an earlier config of the chain passed, a later one was faster overall but vetoed by
             # one size: joined with the original it may beat the one that passed
-            final_d, best_d = self._emit_dispatch(task, original, vetoed, vetoed_by, notes)
-            if final_d is not None and final_d.accepted and final_d.speedup > final.speedup:
-                final, best_c = final_d, best_d
+            final, best_c = (self._dispatched(task, original, vetoed, vetoed_by, notes, beat=final.speedup)
+                             or (final, best_c))
         return final, best_c
+
+    def _dispatched(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
+                    notes: list[str], beat: float | None = None) -> tuple[Decision, Candidate] | None:
+        """The size dispatch of ``cand`` with the original when its final check accepts it (and
+        it is faster than ``beat``), else None."""
+        decision, joined = self._emit_dispatch(task, original, cand, vetoed_by, notes)
+        if decision is not None and decision.accepted and (beat is None or decision.speedup > beat):
+            return decision, joined
+        return None
 
     def _vetoed_by_one_size(self, final: Decision | None) -> bool:
         """The final check found the best fixed config faster overall, but some case slower
