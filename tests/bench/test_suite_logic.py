@@ -301,3 +301,45 @@ def test_the_optimizer_takes_the_known_baseline_instead_of_timing_the_original(t
     cpu = GpuTimer()
     cpu.device = "cpu"
     assert Optimizer(task, Settings(), [cpu], [], None, known_baseline=known).known_baseline is None
+
+
+def test_rewarm_takes_the_quickest_earlier_checks_that_fit_a_share_of_the_budget():
+    from tritonforge.bench.baseline import rewarm_selection
+
+    walls = {"slow": 300.0, "a": 90.0, "b": 100.0, "c": 120.0}
+    assert rewarm_selection(walls, 2, 500.0, 0.35) == ["a", "b", "c"]     # 310 of 350 s
+    assert rewarm_selection(walls, 1, 500.0, 0.35) == ["a"]               # b would make 190 of 175 s
+    assert rewarm_selection(walls, 8, None, 0.35) == ["a", "b", "c", "slow"]
+
+
+def test_a_record_checked_by_an_earlier_process_is_checked_again_and_timed_without_the_fit_rule(
+        tmp_path, monkeypatch):
+    """Triton's cache is gone with the machine: the earlier check is re-run side by side (it
+    compiles the kernels), then the record is timed even though its earlier wall time was more
+    than the budget left; a record not re-warmed still waits for a later run."""
+    import tritonforge.bench.baseline as baseline
+    from dataclasses import replace as dc_replace
+    from tritonforge.store import RunStore
+
+    tasks = [dc_replace(_task(), name=n) for n in ("warm", "cold")]
+    checked, timed = [], []
+
+    def fake_check(task, evaluator, max_restarts=4):
+        checked.append(task.name)
+        return RunCheck(task.name, True, "", ("p0",), (), 5.0)
+
+    def fake_time(task, check, evaluator):
+        timed.append(task.name)
+        return baseline.BaselineRecord(task.name, "test", True, True, "", (), 1.0, "cuda",
+                                       baseline.TIMING_REVISION)
+
+    monkeypatch.setattr(baseline, "check_runnable", fake_check)
+    monkeypatch.setattr(baseline, "time_baseline", fake_time)
+    monkeypatch.setattr(baseline, "retry_alone", lambda task, check, ev: check)
+    with RunStore(tmp_path / "s.sqlite") as store:
+        store.put_record("baseline-run", "warm", RunCheck("warm", True, "", ("p0",), (), 60.0))
+        store.put_record("baseline-run", "cold", RunCheck("cold", True, "", ("p0",), (), 900.0))
+        records, left = baseline.run_baseline(
+            tasks, lambda i: SimpleNamespace(close=lambda: None), store, jobs=2, budget_s=100.0, rewarm_share=0.35)
+    assert checked == ["warm"]               # 60 s fits 2 x 100 x 0.35; 900 s does not
+    assert timed == ["warm"] and left == ["cold"]
