@@ -343,3 +343,13 @@ def test_a_record_checked_by_an_earlier_process_is_checked_again_and_timed_witho
             tasks, lambda i: SimpleNamespace(close=lambda: None), store, jobs=2, budget_s=100.0, rewarm_share=0.35)
     assert checked == ["warm"]               # 60 s fits 2 x 100 x 0.35; 900 s does not
     assert timed == ["warm"] and left == ["cold"]
+
+
+def test_a_test_section_or_case_that_made_no_progress_beside_other_workers_is_retried_alone():
+    timeout = "timeout [test]: no progress for 180 s during run of case test: killed"
+    check = RunCheck("k", False, timeout, ("p0",),
+                     (("p1", "timeout [p1]: no progress for 180 s"), ("p2", "crash [p2]: illegal")), 1.0)
+    ev = _AloneEvaluator()
+    after = retry_alone(_task(), check, ev)
+    assert ev.asked == [("baseline-test-alone", ("t",)), ("baseline-run-alone", ("p1",))]
+    assert after.test_ok and after.perf_ok == ("p0", "p1") and set(dict(after.perf_failed)) == {"p2"}

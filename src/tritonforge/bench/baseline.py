@@ -109,17 +109,24 @@ def out_of_memory(error: str) -> bool:
     return error.removeprefix("not run: ").startswith("oom")
 
 
+def neighbours_fault(error: str) -> bool:
+    """A phase-1 failure that sharing the machine may explain: memory ran out, or a run made no
+    progress in time (chunk_retention_ops' test section, H100: killed after 180 s with seven
+    other workers compiling beside it)."""
+    return out_of_memory(error) or error.removeprefix("not run: ").startswith("timeout")
+
+
 def retry_alone(task: Task, check: RunCheck, evaluator: Evaluator) -> RunCheck:
-    """Re-run, alone, the test section and the cases that ran out of memory in phase 1; what
-    passes now counts as run.
+    """Re-run, alone, the test section and the cases that ran out of memory or time in phase 1;
+    what passes now counts as run.
 
     In phase 1 the workers share the GPU's memory and the machine's, each under a share of the
     host memory; ``evaluator`` here runs alone, with the larger limit phase 2 is given, so a
     failure that was the neighbours' fault (or the share's) is not held against the original.
     """
-    retry = tuple(cid for cid, err in check.perf_failed if out_of_memory(err))
+    retry = tuple(cid for cid, err in check.perf_failed if neighbours_fault(err))
     test_ok, test_error = check.test_ok, check.test_error
-    if not test_ok and out_of_memory(test_error):
+    if not test_ok and neighbours_fault(test_error):
         tests = tuple(c.id for c in task.cases if c.role is CaseRole.CORRECTNESS)
         r = evaluator.evaluate(task, (original_variant(task),), purpose="baseline-test-alone",
                                case_ids=tests, verify=False, time=False, keep_going=True).results[0]
