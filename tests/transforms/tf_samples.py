@@ -237,6 +237,28 @@ def double(x):
 '''
 
 
+ROW_SQNORM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sqnorm_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)  # the whole row at once
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x * x, axis=0))
+
+
+def row_sqnorm(x):
+    out = torch.empty(x.shape[0], dtype=torch.float32)
+    n_cols = x.shape[1]
+    row_sqnorm_kernel[(x.shape[0],)](x, out, n_cols, x.stride(0),
+                                     BLOCK_N=triton.next_power_of_2(n_cols))
+    return out
+'''
+
+
 # ---------------------------------------------------------------- running them
 
 def _inputs(name: str):
@@ -255,13 +277,14 @@ def _inputs(name: str):
         "EARLY_RETURN": lambda: (vec(300),),
         "MATMUL": lambda: (torch.randn(37, 29, generator=g), torch.randn(29, 45, generator=g)),
         "AUTOTUNED": lambda: (vec(1000),),
+        "ROW_SQNORM": lambda: (torch.randn(7, 300, generator=g),),
     }[name]()
 
 
 ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
            "ROW_SUM": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
-           "AUTOTUNED": "double"}
+           "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm"}
 
 
 def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,

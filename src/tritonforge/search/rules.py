@@ -115,7 +115,13 @@ def _may_pipeline(analysis: Any, kernel_name: str) -> bool:
 
 
 def _body_moves(hints: dict[str, float]) -> list[Move]:
-    return [
+    # A whole row held in registers spills or starves occupancy (batched_gemv, fp16, N=8192,
+    # sm_90 static compile, triton 3.6: 255 registers and 608 B of spills with every argument
+    # 16-divisible; streamed in chunks of 256: 32 registers, none): proposed only then.
+    spilling = max(hints.get("reduce_registers", 0), hints.get("avoid_spills", 0))
+    streaming = [Move("streaming_reduction", (("chunk", 256),), 0.75 + 0.25 * spilling,
+                      "streaming reduction over the row (chunks of 256)")] if spilling else []
+    return streaming + [
         Move("loop_pipelining", (("num_stages", 3),), 0.4, "pipeline loops over loads (3 stages)"),
         Move("offset_hints", (), 0.3 + 0.3 * hints.get("vectorize_accesses", 0),
              "contiguity/divisibility hints on block offsets"),

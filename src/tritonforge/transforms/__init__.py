@@ -14,6 +14,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     cache_hints         eviction_policy / cache_modifier on loads
     pid_swizzle         grouped program ordering for 2-D tiled kernels
     persistent_grid     1-D grid over tiles -> one program per SM looping over tiles
+    streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
 
 This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
 GPU image lacks it, so only the driver side imports this package.
@@ -38,6 +39,7 @@ from .configs import ConfigSpec
 from .constexpr import ConstexprOverride
 from .launch_params import LaunchParams
 from .persistent import PersistentGrid
+from .streaming import StreamingReduction
 from .swizzle import PidSwizzle
 
 REGISTRY: dict[str, Transform] = {t.name: t for t in (
@@ -50,6 +52,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     CacheHints(),
     PidSwizzle(),
     PersistentGrid(),
+    StreamingReduction(),
 )}
 
 
