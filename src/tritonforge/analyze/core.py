@@ -94,4 +94,4 @@ def analyze_source(source: str, filename: str = "<source>") -> SourceAnalysis:
         notes.append("no kernel[grid](...) launch found in this file")
     log.debug("analyzed %s: %d kernels, %d launch sites", filename, len(kernels), len(sites))
     return SourceAnalysis(content_hash(source), tuple(kernels), sites, entries, functions, classes,
-                          tuple(dict.fromkeys(imported)), tuple(notes))
+                          tuple(dict.fromkeys(imported)), tuple(notes), source)

@@ -355,6 +355,8 @@ class SourceAnalysis:
     classes: tuple[str, ...] = ()           # top-level classes
     module_names: tuple[str, ...] = ()      # names bound by top-level imports ("triton", "tl")
     notes: tuple[str, ...] = field(default=())
+    # the analyzed text itself, for transforms whose ``applies`` must read a kernel's body
+    source: str = field(default="", repr=False, compare=False)
 
     def kernel(self, name: str) -> KernelInfo:
         for k in self.kernels:

@@ -32,11 +32,9 @@ reassociation, which the verifier tolerates; integer sums are exact either way. 
 remains: where a factor that does not depend on the row is infinite, a padded lane adds
 ``0 * inf`` = NaN, and how many padded lanes there are depends on the chunk.
 
-``applies`` sees only the static analysis, which does not hold the source text: it screens the
-launches and constexprs, and the body checks run in ``apply`` (TransformError with the reason).
-So ``applies`` can say yes where ``apply`` then refuses (15 TritonBench-G modules, all for good
-reasons). Should ``SourceAnalysis`` come to carry its ``source``, ``applies`` runs the body checks
-too and the two agree.
+``applies`` reads the body from ``SourceAnalysis.source`` (when it is the analyzed text) and runs
+the same checks as ``apply``, so the two agree; with no source it screens the launches and
+constexprs only, and the body checks run in ``apply`` (TransformError with the reason).
 """
 
 from __future__ import annotations
@@ -186,7 +184,7 @@ class StreamingReduction(Transform):
         if not targets:
             return first_no(reasons, "@triton.jit kernel" if kernel is None
                             else f"kernel {kernel!r}")
-        source = getattr(analysis, "source", None)      # see the module docstring
+        source = analysis.source
         if isinstance(source, str) and content_hash(source) == analysis.source_hash:
             plans, reasons = self.plans(source, analysis, kernel)
             if not plans:
