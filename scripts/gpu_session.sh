@@ -136,9 +136,15 @@ for step in "$@"; do
         # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
         # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
         export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
+        # REDO forgets before any shard starts: a shard that started first saw the records done
+        # and left (s6 call 6: dequantize_matmul never ran); --budget 0 runs nothing
+        if [ -n "${REDO:-}" ]; then
+          timeout 120 python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" --redo "$REDO" --budget 0 \
+            --out .gpu-store/optimize-redo.json 2>&1 | grep forgotten
+        fi
         budget=$(( $(left) - 120 )); group="call-$(date +%s)-$$"
         for k in $(seq 0 $(( SHARDS - 1 ))); do
-          timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
+          timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" \
             --shard "$k/$SHARDS" --shard-group "$group" --jobs "${OPT_JOBS:-3}" --budget "$budget" --out ".gpu-store/optimize-shard$k.json" \
             > "$OUT/optimize-shard$k.log" 2>&1 &
         done
