@@ -353,3 +353,12 @@ def test_a_test_section_or_case_that_made_no_progress_beside_other_workers_is_re
     after = retry_alone(_task(), check, ev)
     assert ev.asked == [("baseline-test-alone", ("t",)), ("baseline-run-alone", ("p1",))]
     assert after.test_ok and after.perf_ok == ("p0", "p1") and set(dict(after.perf_failed)) == {"p2"}
+
+
+def test_a_summary_with_no_worker_started_still_names_the_versions():
+    import triton
+
+    from tritonforge.bench.commands import _environment
+
+    env = _environment(SimpleNamespace(worker=SimpleNamespace(info=None), device="cuda"))
+    assert env["triton"] == triton.__version__ and env["torch"] and env["device"] == "cuda"

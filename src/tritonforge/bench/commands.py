@@ -30,11 +30,23 @@ def _say(text: str) -> None:
 
 
 def _environment(evaluator: Evaluator) -> dict:
+    """Date, device and versions for a summary: the worker's word, or, when no worker ran (a
+    ``--budget 0`` table), the versions installed here (the worker imports the same ones)."""
     info = evaluator.worker.info
     return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "device": info.name if info else evaluator.device,
-            "torch": info.torch_version if info else "", "triton": info.triton_version if info else "",
+            "torch": info.torch_version if info else _installed("torch"),
+            "triton": info.triton_version if info else _installed("triton"),
             "command": " ".join(sys.argv)}
+
+
+def _installed(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return ""
 
 
 def host_memory_gb() -> float:
