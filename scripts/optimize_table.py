@@ -7,11 +7,14 @@ Reads the OptimizeResult records (kind ``optimize``); with SUBSET.txt (one name 
 comments) the rows follow its order and the records not yet run are listed. Categories come from
 the TritonBench-G data ($TRITONFORGE_TRITONBENCH or ../shared/tritonbench_g). "queued" is the part
 of the wall time a record spent waiting for the GPU behind other shards (``--shard``; 0 unsharded).
+The headline is also split by category and by quartile of kernel length in lines (BENCHMARK.md;
+the kernel file's lines before the test section, quartiles over the records in the table).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -46,6 +49,39 @@ def main(store_path: str, subset_path: str | None = None) -> None:
     print(f"\n{len(results)} records done" + (f"; not yet run: {', '.join(left)}" if left else ""))
     print("\nHeadline over the records done (failures count as 1.0x):\n")
     print("```\n" + json.dumps(headline(results), indent=1) + "\n```")
+    split(results, "category", lambda r: records[r.task].category if r.task in records else "?")
+    lines = {r.task: kernel_lines(records[r.task].source) for r in results if r.task in records}
+    if len(lines) >= 4:
+        q1, q2, q3 = statistics.quantiles(sorted(lines.values()), n=4)
+        bounds = [(0, q1, "Q1"), (q1, q2, "Q2"), (q2, q3, "Q3"), (q3, float("inf"), "Q4")]
+
+        def quartile(r) -> str:
+            n = lines.get(r.task)
+            if n is None:
+                return "?"
+            lo, hi, name = next(b for b in bounds if n <= b[1])
+            return f"{name} (over {lo:.0f} lines)" if name == "Q4" else f"{name} ({lo:.0f}-{hi:.0f} lines)"
+        split(results, "quartile of kernel length", quartile)
+
+
+def kernel_lines(source: str) -> int:
+    """Lines of the kernel file, without the test section after the line of 146 ``#``."""
+    return len(source.split("#" * 146)[0].strip().splitlines())
+
+
+def split(results: list, title: str, key) -> None:
+    """The headline figures per group of records, as a markdown table."""
+    groups: dict[str, list] = {}
+    for r in results:
+        groups.setdefault(key(r), []).append(r)
+    print(f"\nBy {title}:\n")
+    print(f"| {title} | records | successes | mean over successes | geomean (failures 1.0x) | best |")
+    print("|---|---|---|---|---|---|")
+    for name in sorted(groups):
+        h = headline(groups[name])
+        mean = h["mean_speedup_over_successes"]
+        print(f"| {name} | {h['kernels']} | {h['successes']} | {'-' if mean != mean else f'{mean:.2f}x'} | "
+              f"{h['geomean_all_failures_as_1']:.3f}x | {h['best']:.2f}x |")
 
 
 if __name__ == "__main__":
