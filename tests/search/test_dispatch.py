@@ -189,3 +189,108 @@ def test_the_size_test_goes_into_the_launching_function_even_when_another_has_it
     exec(compile(source, "dispatched", "exec"), namespace)
     assert namespace["A"]().forward(100) == 0                 # untouched
     assert namespace["B"]().forward(9) == 1 and namespace["B"]().forward(10) == 2
+
+
+# A candidate that changes the kernel itself (here, observably: +1, so the test sees which ran;
+# a real candidate computes the same values and the final check verifies it on every case)
+BODY = ORIGINAL.replace("tl.store(out_ptr + offsets, tl.sin(x), mask=mask)",
+                        "tl.store(out_ptr + offsets, tl.sin(x) + 1.0, mask=mask)")
+
+
+def _load(source: str, tmp_path, name: str):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_kernel_body_change_is_kept_as_a_twin_kernel_and_each_size_runs_its_version(tmp_path):
+    import torch
+
+    from tritonforge.search.dispatch import TWIN_SUFFIX, twin_kernels
+
+    base, other = twin_kernels(ORIGINAL, BODY)
+    twin = "sin_kernel" + TWIN_SUFFIX
+    assert base.count(f"def {twin}(") == 1 and other.count(f"def {twin}(") == 1
+    assert f"{twin}[grid]" in other and f"{twin}[grid]" not in base
+    changes = statement_changes(base, other)                  # only the launch differs now
+    assert len(changes) == 1 and changes[0].function == "sin_triton"
+    source = dispatch_source(base, other, changes, Rule("x", 1000, True, 2.0, ("l",)))
+    assert check_source(source, original=ORIGINAL).ok
+    module = _load(source, tmp_path, "twin_dispatched")
+    small, large = torch.rand(999), torch.rand(1000)
+    torch.testing.assert_close(module.sin_triton(small), torch.sin(small))
+    torch.testing.assert_close(module.sin_triton(large), torch.sin(large) + 1.0)
+    # the probe file (the original plus the unused twin) still computes the original
+    probe = _load(probe_source(base, changes, tmp_path / "p.jsonl"), tmp_path, "twin_probe")
+    torch.testing.assert_close(probe.sin_triton(large), torch.sin(large))
+    assert read_probe(tmp_path / "p.jsonl") == {"x": 1000}
+
+
+def test_host_only_changes_pass_through_the_twin_step_unchanged():
+    from tritonforge.search.dispatch import twin_kernels
+
+    assert twin_kernels(ORIGINAL, CANDIDATE) == (ORIGINAL, CANDIDATE)
+
+
+HELPER = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def helper(x):
+    return x * 2
+
+
+@triton.jit
+def kernel(p, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    tl.store(p + o, helper(tl.load(p + o)))
+
+
+def run(x, kernel_name="k"):
+    meta = dict(kernel=1)
+    kernel[(1,)](x, x.numel(), B=16)
+    return meta
+'''
+
+
+@pytest.mark.parametrize("candidate, why", [
+    (HELPER.replace("def run(x, kernel_name", "def run(x, kernel=None, kernel_name"),
+     "a parameter is named kernel"),
+    (HELPER.replace("tl.store(p + o,", "tl.store(p + o + 0,") + "\nkernel__tf_candidate = None\n",
+     "already used"),
+    (HELPER.replace("@triton.jit\ndef helper", "def helper"), "different kernels"),
+])
+def test_a_kernel_change_that_cannot_be_twinned_safely_is_refused(candidate, why):
+    from tritonforge.search.dispatch import twin_kernels
+
+    if why == "a parameter is named kernel":
+        candidate = candidate.replace("tl.store(p + o,", "tl.store(p + o + 0,")
+    with pytest.raises(NotDispatchable, match=why):
+        twin_kernels(HELPER, candidate)
+
+
+def test_a_changed_helper_twins_the_kernels_that_call_it(tmp_path):
+    import torch
+
+    from tritonforge.search.dispatch import TWIN_SUFFIX, twin_kernels
+
+    candidate = HELPER.replace("return x * 2", "return x * 2 + 1")       # observable, as above
+    base, other = twin_kernels(HELPER, candidate)
+    assert f"def helper{TWIN_SUFFIX}(" in other and f"def kernel{TWIN_SUFFIX}(" in other
+    assert f"helper{TWIN_SUFFIX}(tl.load" in other                       # the twin calls the twin
+    assert "dict(kernel=1)" in other                                      # keywords keep their names
+    changes = statement_changes(base, other)
+    source = dispatch_source(base, other, changes, Rule("x", 100, True, 2.0, ("l",)))
+    module = _load(source, tmp_path, "twin_helper")
+    small, large = torch.ones(16), torch.ones(100)
+    module.run(small)
+    module.run(large)
+    assert small.tolist() == [2.0] * 16                                   # the original kernel
+    assert large[:16].tolist() == [3.0] * 16                              # the twins

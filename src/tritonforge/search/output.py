@@ -124,11 +124,14 @@ class OutputStage:
         through the final check like any output. ``(None, original)`` when it cannot be built."""
         from .dispatch import (
             NotDispatchable, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
-            size_expression, statement_changes,
+            size_expression, statement_changes, twin_kernels,
         )
 
         try:
-            changes = statement_changes(original.source, cand.source)
+            # base: the original plus the candidate's changed kernels under other names (unused
+            # there); other: the candidate launching those. Same as the two when no kernel differs.
+            base, other = twin_kernels(original.source, cand.source)
+            changes = statement_changes(base, other)
         except NotDispatchable as exc:
             notes.append(f"size dispatch not possible: {exc}")
             return None, original
@@ -148,7 +151,7 @@ class OutputStage:
                 break
             path = probe_dir / f"{case.id}.jsonl"
             path.unlink(missing_ok=True)
-            probe = Candidate(probe_source(original.source, changes, path), "emit:dispatch-probe",
+            probe = Candidate(probe_source(base, changes, path), "emit:dispatch-probe",
                               original.hash, f"size probe for {case.id}")
             self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
                                 case_ids=(case.id,), verify=False, time=False, keep_going=True,
@@ -165,7 +168,7 @@ class OutputStage:
                          f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
             return None, original
         expr = size_expression(rule.param, kinds.get(rule.param, set()))
-        joined = Candidate(dispatch_source(original.source, cand.source, changes, rule, expr),
+        joined = Candidate(dispatch_source(base, other, changes, rule, expr),
                            "emit:size_dispatch", original.hash,
                            f"size dispatch: {cand.description} where {rule.describe()}")
         if self.store:
