@@ -101,9 +101,8 @@ def test_persistent_with_a_grid_variable():
     (S.EARLY_RETURN, "returns early"),
     (S.MATMUL, "exactly once"),
     (S.SCALE_KEYWORD, "not a 1-D tuple"),
-    (S.ROW_SUM.replace("    row = tl.program_id(0)\n",
-                       "    row = tl.program_id(0)\n    x_ptr += row * stride\n"),
-     "reassigns parameter x_ptr"),
+    (S.ROW_SUM_PTR.replace("acc = tl.zeros", "_tf_x_ptr = x_ptr\n    acc = tl.zeros"),
+     "already uses _tf_x_ptr"),
 ])
 def test_persistent_refusals(src, reason):
     v = PER.applies(analyze_source(src))
@@ -111,8 +110,18 @@ def test_persistent_refusals(src, reason):
 
 
 @pytest.mark.parametrize("sample", ["ADD_LOCAL", "IN_PLACE", "ATOMIC_SUM", "ROW_SUM",
-                                    "LITERAL_GRID"])
+                                    "LITERAL_GRID", "ROW_SUM_PTR"])
 def test_persistent_same_values_when_run(load, sample):
     src = getattr(S, sample)
     assert PER.applies(analyze_source(src)).ok
     S.assert_same_results(load, sample, PER.apply(src), rtol=1e-6, atol=1e-5)
+
+
+def test_persistent_copies_a_reassigned_parameter_at_the_top_of_each_tile():
+    out = PER.apply(S.ROW_SUM_PTR)
+    assert ("    for row in range(tl.program_id(0), tf_num_tiles, tl.num_programs(0)):\n"
+            "        _tf_x_ptr = x_ptr\n"
+            "        _tf_out_ptr = out_ptr\n"
+            "        _tf_x_ptr += row * stride\n"
+            "        _tf_out_ptr = _tf_out_ptr + row\n") in out
+    assert "tl.load(_tf_x_ptr + cols" in out and "tl.store(_tf_out_ptr, " in out

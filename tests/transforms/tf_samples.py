@@ -153,6 +153,14 @@ def row_sum(x):
     return out
 '''
 
+# the same sum, with the pointer parameters moved to the row in the body (a common style; the
+# persistent grid copies them per tile)
+ROW_SUM_PTR = ROW_SUM.replace(
+    "    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n",
+    "    x_ptr += row * stride\n    out_ptr = out_ptr + row\n    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n",
+).replace("tl.load(x_ptr + row * stride + cols", "tl.load(x_ptr + cols").replace(
+    "tl.store(out_ptr + row, ", "tl.store(out_ptr, ")
+
 EARLY_RETURN = '''import torch
 import triton
 import triton.language as tl
@@ -274,6 +282,7 @@ def _inputs(name: str):
         "IN_PLACE": lambda: (vec(300), vec(300)),
         "ATOMIC_SUM": lambda: (vec(300),),
         "ROW_SUM": lambda: (torch.randn(9, 53, generator=g),),
+        "ROW_SUM_PTR": lambda: (torch.randn(9, 53, generator=g),),
         "EARLY_RETURN": lambda: (vec(300),),
         "MATMUL": lambda: (torch.randn(37, 29, generator=g), torch.randn(29, 45, generator=g)),
         "AUTOTUNED": lambda: (vec(1000),),
@@ -283,7 +292,7 @@ def _inputs(name: str):
 
 ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
-           "ROW_SUM": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
+           "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
            "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm"}
 
 
