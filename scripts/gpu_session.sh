@@ -15,6 +15,8 @@
 #   STORES       suffix of the committed stores to resume from when no .gpu-store.tgz is carried
 #                (e.g. h100-2026-11-23-s5: bench/results/stores/{optimize,baseline}-<it>.sqlite.gz)
 #   JOBS         workers side by side for untimed runs (default 6)
+#   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
+#                (their compiled kernels went with that machine; default 0.25)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
@@ -101,7 +103,8 @@ for step in "$@"; do
     baseline)
       log "baseline sweep (budget $(( $(left) - 60 )) s)"
       TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}" timeout "$(left)" python3 -m tritonforge bench baseline --device cuda --run-dir .gpu-store/baseline \
-        --jobs "$JOBS" --budget "$(( $(left) - 60 ))" --out "$OUT/baseline.json" 2>&1 | tail -60
+        --jobs "$JOBS" --budget "$(( $(left) - 60 ))" --rewarm-share "${REWARM_SHARE:-0.25}" \
+        --out "$OUT/baseline.json" 2>&1 | tail -60
       ;;
     selfcheck)
       log "selfcheck"

@@ -29,6 +29,17 @@ from .report.tables import fmt_ms, render_table
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
+def _fraction(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
                         help="where kernels run (default auto: cuda if visible, else the CPU "
@@ -128,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--alone-memory-gb", type=float, default=0.0,
                       help="host memory limit of the worker that times alone and retries what ran "
                            "out of memory beside others (default: 70%% of the machine's)")
+    base.add_argument("--rewarm-share", type=_fraction, default=0.25,
+                      help="share of the budget for checking again, side by side, records an "
+                           "earlier process checked (Triton's cache is gone with it; default 0.25)")
     _common(base)
     selfc = bsub.add_parser("selfcheck", help="time the original against itself (noise floor)")
     selfc.add_argument("--names", help="comma-separated record names")

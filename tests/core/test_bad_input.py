@@ -72,3 +72,10 @@ def test_unknown_tritonbench_name(capsys):
         pytest.skip("TritonBench-G data not beside this checkout")
     code, err = _run(capsys, "run", "--tritonbench", "softmax_trition2", "--device", "cpu")
     assert code == 2 and "not in the TritonBench-G data" in err and "softmax" in err
+
+
+@pytest.mark.parametrize("share, why", [("2", "not between 0 and 1"), ("half", "not a number")])
+def test_a_rewarm_share_outside_0_to_1_is_refused(capsys, share, why):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "baseline", "--rewarm-share", share, "--device", "cpu"])
+    assert exc.value.code == 2 and why in capsys.readouterr().err

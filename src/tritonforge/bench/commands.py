@@ -78,7 +78,7 @@ def _baseline(args: argparse.Namespace, settings) -> int:
             return made[-1]
 
         records, left = run_baseline(tasks, make, store, jobs=args.jobs, budget_s=args.budget,
-                                     progress=_say, make_alone=alone,
+                                     progress=_say, make_alone=alone, rewarm_share=args.rewarm_share,
                                      done_with=lambda name: remove_for(run_dir / "perf-inputs", name))
         env = _environment(made[0])
     runnable = [r for r in records if r.runnable]
