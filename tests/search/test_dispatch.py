@@ -153,6 +153,35 @@ def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_
     assert "kept" in notes[-1]
 
 
+def test_a_kernel_body_change_goes_through_the_loops_dispatch_and_final_check(tmp_path):
+    """The same path for a candidate that changes the kernel (an equivalent body, as a real
+    transform writes it): the twin kernel is launched above the threshold, and the joined file is
+    verified against the original on every case."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    task = task_from_file(EXAMPLE, spec)
+    settings = Settings(device="cpu", case_timeout_s=120, run_dir=str(tmp_path / "run"))
+    original = Candidate(ORIGINAL, "original")
+    body = ORIGINAL.replace("x = tl.load(x_ptr + offsets, mask=mask)",
+                            "x = tl.load(x_ptr + offsets, mask=mask, eviction_policy='evict_first')")
+    cand = Candidate(body, "rules:cache_hints", original.hash, "evict_first on streamed loads")
+    vetoed_by = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case small is 30% slower",
+                         (("small", 0.77), ("large", 2.5)))
+    notes: list[str] = []
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], [], store)
+            decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
+        finally:
+            ev.close()
+    assert decision is not None and decision.accepted, notes
+    assert "def sin_kernel__tf_candidate(" in joined.source
+    assert "eviction_policy='evict_first'" in joined.source.split("def sin_kernel__tf_candidate(")[1]
+    assert joined.source.count("if _tf_candidate_config:") == 1
+    assert "sin_kernel__tf_candidate[grid]" in joined.source
+
+
 def test_every_differing_line_follows_one_test_taken_where_the_function_starts():
     """A mixed pair (one line from each version) was never verified: a function that rebinds
     its argument between the lines must not split them."""
