@@ -124,15 +124,15 @@ args = [{ tensor = [1000] }]
 '''
 
 
-def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_path):
-    """Through the interpreter: the probes run in the worker, the rule follows the per-case
-    speedups given, and the joined file passes the final check (by correctness on the CPU)."""
+def _dispatch_through_the_loop(tmp_path, candidate: str, description: str):
+    """The optimizer's size dispatch of ``candidate`` against sin_block4, as if the final check
+    had found it 0.77x on the small case and 2.5x on the large one; (decision, joined, notes)."""
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     task = task_from_file(EXAMPLE, spec)
     settings = Settings(device="cpu", case_timeout_s=120, run_dir=str(tmp_path / "run"))
     original = Candidate(ORIGINAL, "original")
-    cand = Candidate(CANDIDATE, "fixed", original.hash, "BLOCK_SIZE 4 -> 64")
+    cand = Candidate(candidate, "rules", original.hash, description)
     vetoed_by = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case small is 30% slower",
                          (("small", 0.77), ("large", 2.5)))
     notes: list[str] = []
@@ -143,6 +143,13 @@ def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_
             decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
         finally:
             ev.close()
+    return decision, joined, notes
+
+
+def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_path):
+    """Through the interpreter: the probes run in the worker, the rule follows the per-case
+    speedups given, and the joined file passes the final check (by correctness on the CPU)."""
+    decision, joined, notes = _dispatch_through_the_loop(tmp_path, CANDIDATE, "BLOCK_SIZE 4 -> 64")
     assert decision is not None and decision.accepted, notes
     assert joined.origin == "emit:size_dispatch"
     tests = re.findall(r"_tf_candidate_config = x.numel\(\) >= (\d+)", joined.source)
@@ -157,24 +164,9 @@ def test_a_kernel_body_change_goes_through_the_loops_dispatch_and_final_check(tm
     """The same path for a candidate that changes the kernel (an equivalent body, as a real
     transform writes it): the twin kernel is launched above the threshold, and the joined file is
     verified against the original on every case."""
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC)
-    task = task_from_file(EXAMPLE, spec)
-    settings = Settings(device="cpu", case_timeout_s=120, run_dir=str(tmp_path / "run"))
-    original = Candidate(ORIGINAL, "original")
     body = ORIGINAL.replace("x = tl.load(x_ptr + offsets, mask=mask)",
                             "x = tl.load(x_ptr + offsets, mask=mask, eviction_policy='evict_first')")
-    cand = Candidate(body, "rules:cache_hints", original.hash, "evict_first on streamed loads")
-    vetoed_by = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case small is 30% slower",
-                         (("small", 0.77), ("large", 2.5)))
-    notes: list[str] = []
-    with RunStore(tmp_path / "store.sqlite") as store:
-        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
-        try:
-            opt = Optimizer(task, settings, [ev], [], store)
-            decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
-        finally:
-            ev.close()
+    decision, joined, notes = _dispatch_through_the_loop(tmp_path, body, "evict_first on streamed loads")
     assert decision is not None and decision.accepted, notes
     assert "def sin_kernel__tf_candidate(" in joined.source
     assert "eviction_policy='evict_first'" in joined.source.split("def sin_kernel__tf_candidate(")[1]

@@ -43,6 +43,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from ..transforms._cst import RenameNames
+
 HELPERS = '''
 
 def _tf_size(value):
@@ -185,12 +187,13 @@ def _top_kernels(module: cst.Module) -> dict[str, cst.FunctionDef]:
     return {st.name.value: st for st in module.body if isinstance(st, cst.FunctionDef) and _is_jit(st)}
 
 
-class _RenameKernels(cst.CSTTransformer):
+class _RenameKernels(RenameNames):
     """Rename every reference to ``names`` (their defs included) to ``name + TWIN_SUFFIX``;
     attribute names and keyword names are left alone. Records what makes the rename unsafe: a
     reference from a kernel that is not renamed too, or a parameter or import of such a name."""
 
     def __init__(self, names: set[str]) -> None:
+        super().__init__()
         self.names = names
         self.jit: list[str] = []
         self.unsafe: list[str] = []
@@ -211,19 +214,13 @@ class _RenameKernels(cst.CSTTransformer):
         if isinstance(name, cst.Name) and name.value in self.names:
             self.unsafe.append(f"{name.value} is also imported")
 
-    def leave_Name(self, original_node, updated_node):
-        if updated_node.value not in self.names:
-            return updated_node
+    def new_name(self, name: str) -> str | None:
+        if name not in self.names:
+            return None
         inside = next((k for k in reversed(self.jit) if k), "")
         if inside and inside not in self.names:
-            self.unsafe.append(f"kernel {inside} calls the changed {updated_node.value}")
-        return updated_node.with_changes(value=updated_node.value + TWIN_SUFFIX)
-
-    def leave_Attribute(self, original_node, updated_node):
-        return updated_node.with_changes(attr=original_node.attr)
-
-    def leave_Arg(self, original_node, updated_node):
-        return updated_node.with_changes(keyword=original_node.keyword)
+            self.unsafe.append(f"kernel {inside} calls the changed {name}")
+        return name + TWIN_SUFFIX
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:

@@ -35,6 +35,24 @@ def same_code(a: str, b: str) -> bool:
     return _WS.sub("", a) == _WS.sub("", b)
 
 
+class RenameNames(cst.CSTTransformer):
+    """Rename variables through ``new_name(name) -> str | None`` (None: keep it); attribute
+    names (``x.name``) and keyword names (``f(name=...)``) are not variables and keep theirs."""
+
+    def new_name(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        new = self.new_name(updated.value)
+        return updated if new is None else updated.with_changes(value=new)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+
 def dotted(node: cst.CSTNode | None) -> str:
     parts = []
     while isinstance(node, cst.Attribute):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ._cst import dotted
+from ._cst import RenameNames, dotted
 
 START, PART, ACC, PREFIX = "_tf_start", "_tf_part", "_tf_acc", "_tf_"
 
@@ -168,7 +168,7 @@ class _Swap(cst.CSTTransformer):
         return self.new if original is self.target else updated
 
 
-class _ChunkCopy(cst.CSTTransformer):
+class _ChunkCopy(RenameNames):
     """A statement of the first chunk, for chunk ``_tf_start``: the arange shifted, and every
     name that depends on it renamed (so nothing is carried across iterations but the sum)."""
 
@@ -184,16 +184,8 @@ class _ChunkCopy(cst.CSTTransformer):
             return shifted
         return shifted.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        if original.value in self.plan.deps:
-            return updated.with_changes(value=PREFIX + original.value)
-        return updated
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        return updated.with_changes(attr=original.attr)
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        return updated.with_changes(keyword=original.keyword)
+    def new_name(self, name: str) -> str | None:
+        return PREFIX + name if name in self.plan.deps else None
 
 
 def max_rank(a: int | None, b: int | None) -> int | None:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ._cst import (
+    RenameNames,
     append_arg,
     append_param,
     dotted,
@@ -223,19 +224,13 @@ class _ProgramIdToName(cst.CSTTransformer):
         return updated
 
 
-class _Rename(cst.CSTTransformer):
-    """Rename the variables ``names`` to their per-tile copies (attribute and keyword names stay)."""
+
+class _Rename(RenameNames):
+    """Rename the parameters ``names`` to their per-tile copies."""
 
     def __init__(self, names: set[str]):
         super().__init__()
         self.names = names
 
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        return updated.with_changes(value=COPY_PREFIX + updated.value) \
-            if updated.value in self.names else updated
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        return updated.with_changes(attr=original.attr)
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        return updated.with_changes(keyword=original.keyword)
+    def new_name(self, name: str) -> str | None:
+        return COPY_PREFIX + name if name in self.names else None
