@@ -208,6 +208,33 @@ def test_reassigned_local_is_computed_not_literal():
     assert not s.knobs.constexpr("BLOCK_SIZE").tunable
 
 
+@pytest.mark.parametrize("assign, binding", [
+    ("", "inline"),
+    ("    grid = (num_blocks,)\n", "local"),
+    ("    grid = (1,)\n    grid = (num_blocks,)\n", "local"),     # the value just before it
+    ("    grid = (num_blocks,)\n    if x.numel() > 8:\n        grid = (1,)\n", "other"),
+    ("    if x.numel() > 8:\n        grid = (1,)\n    else:\n        grid = (2,)\n", "other"),
+])
+def test_grid_binding(assign, binding):
+    src = ADD.replace("    add_kernel[(num_blocks,)]",
+                      assign + f"    add_kernel[{'grid' if assign else '(num_blocks,)'}]")
+    assert analyze_source(src).launch_sites[0].grid.binding == binding
+
+
+def test_return_guards_and_other_returns():
+    guard = "    if pid >= n_elements:\n        return\n"
+    src = ADD.replace("    block_start = ", guard + "    block_start = ")
+    k = analyze_source(src).kernel("add_kernel")
+    assert k.has_return and k.return_guards == (9,) and k.other_returns == 0
+    final = src.replace("mask=mask)\n\n\ndef add", "mask=mask)\n    return\n\n\ndef add")
+    k = analyze_source(final).kernel("add_kernel")
+    assert k.return_guards == (9,) and k.other_returns == 0         # a final bare return
+    nested = src.replace(guard, "    if pid >= n_elements:\n        if pid > 0:\n"
+                                "            return\n")
+    k = analyze_source(nested).kernel("add_kernel")
+    assert k.return_guards == () and k.other_returns == 1
+
+
 def test_nested_kernel_and_attribute_launch():
     src = '''import triton
 import triton.language as tl

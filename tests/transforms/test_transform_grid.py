@@ -98,9 +98,26 @@ def test_persistent_with_a_grid_variable():
 
 
 @pytest.mark.parametrize("src, reason", [
-    (S.EARLY_RETURN, "returns early"),
+    (S.EARLY_RETURN.replace("    if pid * BLOCK >= n:\n        return\n",
+                            "    if pid * BLOCK >= n:\n        if n > 0:\n            return\n"),
+     "returns early other than by `if cond: return` directly in its body"),
+    (S.EARLY_RETURN.replace("        return\n", "        return\n    else:\n        n = n + 0\n"),
+     "returns early other than"),
     (S.MATMUL, "exactly once"),
-    (S.SCALE_KEYWORD, "not a 1-D tuple"),
+    (S.GRID_3D.replace(", 1, 1)", ", 2, 1)"),
+     "axes after the first must be a literal 1"),
+    (S.AUTOTUNED, "reads META['BLOCK'], which @triton.autotune sets"),
+    (S.SCALE_KEYWORD.replace("        BLOCK_SIZE=128,  # keep\n", ""),
+     "reads META['BLOCK_SIZE'], which the launch does not pass"),
+    (S.SCALE_KEYWORD.replace("BLOCK_SIZE=128,", "BLOCK_SIZE=triton.next_power_of_2(n),"),
+     "a call, which the rewrite would evaluate twice"),
+    (S.SCALE_KEYWORD.replace("(triton.cdiv(n, meta['BLOCK_SIZE']),)",
+                             "(triton.cdiv(n, meta.get('BLOCK_SIZE')),)"),
+     "reads META other than as META['KEY']"),
+    (S.GRID_3D_LOCAL.replace("    grid = (triton.cdiv(n, 64), 1, 1)\n",
+                             "    grid = (triton.cdiv(n, 64), 1, 1)\n    if n > 512:\n"
+                             "        grid = (triton.cdiv(n, 64),)\n"),
+     "not assigned exactly once before the launch"),
     (S.ROW_SUM_PTR.replace("acc = tl.zeros", "_tf_x_ptr = x_ptr\n    acc = tl.zeros"),
      "already uses _tf_x_ptr"),
 ])
@@ -110,7 +127,8 @@ def test_persistent_refusals(src, reason):
 
 
 @pytest.mark.parametrize("sample", ["ADD_LOCAL", "IN_PLACE", "ATOMIC_SUM", "ROW_SUM",
-                                    "LITERAL_GRID", "ROW_SUM_PTR"])
+                                    "LITERAL_GRID", "ROW_SUM_PTR", "SCALE_KEYWORD", "ROWS_LAMBDA",
+                                    "GRID_3D", "GRID_3D_LOCAL", "EARLY_RETURN", "GUARDED_ROWS"])
 def test_persistent_same_values_when_run(load, sample):
     src = getattr(S, sample)
     assert PER.applies(analyze_source(src)).ok
@@ -125,3 +143,94 @@ def test_persistent_copies_a_reassigned_parameter_at_the_top_of_each_tile():
             "        _tf_x_ptr += row * stride\n"
             "        _tf_out_ptr = _tf_out_ptr + row\n") in out
     assert "tl.load(_tf_x_ptr + cols" in out and "tl.store(_tf_out_ptr, " in out
+
+
+# ---------------------------------------------------------------- persistent_grid: wider shapes
+# (each runs above, in test_persistent_same_values_when_run, with more tiles than the 4 programs
+# _tf_num_sms() gives without a GPU)
+
+def test_persistent_lambda_grid_counts_tiles_with_the_launch_arguments():
+    out = PER.apply(S.SCALE_KEYWORD)
+    # META['BLOCK_SIZE'] is the BLOCK_SIZE=128 the launch passes: the same count, read at the launch
+    assert "    scale_kernel[(min(_tf_num_sms(), triton.cdiv(n, 128)),)](\n" in out
+    assert "        num_warps=4,\n        tf_num_tiles=triton.cdiv(n, 128),\n    )" in out
+
+
+def test_persistent_lambda_grid_without_meta():
+    out = PER.apply(S.ROWS_LAMBDA)
+    assert "    row_sum_kernel[(min(_tf_num_sms(), x.shape[0]),)](x, out, x.shape[1], " \
+           "x.stride(0), BLOCK_N=16, num_warps=2, tf_num_tiles=x.shape[0])" in out
+
+
+def test_persistent_keeps_trailing_unit_axes():
+    out = PER.apply(S.GRID_3D)
+    assert "neg_kernel[(min(_tf_num_sms(), triton.cdiv(n, 64)), 1, 1)](x, out, n, 64, " \
+           "tf_num_tiles=triton.cdiv(n, 64))" in out
+    out = PER.apply(S.GRID_3D_LOCAL)
+    assert "neg_kernel[(min(_tf_num_sms(), grid[0]), 1, 1)](x, out, n, 64, " \
+           "tf_num_tiles=grid[0])" in out
+
+
+def test_persistent_grid_reassigned_just_before_the_launch():
+    # assigned twice, but the launch's value is that of the statement just before it
+    src = S.GRID_3D_LOCAL.replace("    grid = (triton.cdiv(n, 64), 1, 1)\n",
+                                  "    grid = (1, 2)\n    grid = (triton.cdiv(n, 64), 1, 1)\n")
+    assert PER.applies(analyze_source(src)).ok
+
+
+def test_persistent_early_returns_skip_only_their_tile():
+    out = PER.apply(S.GUARDED_ROWS)
+    assert ("    for row in range(tl.program_id(0), tf_num_tiles, tl.num_programs(0)):\n"
+            "        # programs past the last row do nothing\n"
+            "        _tf_x_ptr = x_ptr\n"
+            "        if not (row >= n_rows):\n"
+            "            _tf_x_ptr += row * stride\n") in out
+    assert ("            if not (tl.sum(x, axis=0) < 0):  # rows of negative sum stay zero\n"
+            "                tl.store(out_ptr + row * stride + cols, x, mask=cols < n_cols)\n"
+            "\n\ndef keep_rows(x):") in out
+    assert "return\n" not in out.split("def keep_rows_kernel")[1].split("def keep_rows(")[0]
+
+
+_COMPILE = '''
+import importlib.util, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+src = ASTSource(getattr(m, sys.argv[2]), signature=eval(sys.argv[3]), constexprs=eval(sys.argv[4]))
+print(sorted(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm))
+'''
+
+
+@pytest.mark.parametrize("sample, kernel, signature, constexprs", [
+    ("GUARDED_ROWS", "keep_rows_kernel",
+     {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "stride": "i32",
+      "BLOCK_N": "constexpr", "tf_num_tiles": "i32"}, {"BLOCK_N": 8}),
+    ("SCALE_KEYWORD", "scale_kernel",
+     {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "factor": "fp32",
+      "BLOCK_SIZE": "constexpr", "tf_num_tiles": "i32"}, {"BLOCK_SIZE": 128}),
+])
+def test_persistent_output_compiles_for_sm90(tmp_path, sample, kernel, signature, constexprs):
+    """The interpreter runs Python; the compiler is stricter (no return inside a loop, types of
+    values an `if` changes): compile the rewrite for sm_90, in a process without
+    TRITON_INTERPRET (ptxas ships with Triton, no GPU needed)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton.backends.nvidia")
+    path = tmp_path / f"{sample.lower()}_persistent.py"
+    path.write_text(PER.apply(getattr(S, sample)), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", _COMPILE, str(path), kernel, repr(signature),
+                        repr(constexprs)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "cubin" in r.stdout
+
+
+def test_persistent_param_goes_before_the_closing_line_of_a_multiline_signature():
+    src = S.EARLY_RETURN.replace("def guarded_kernel(x_ptr, n, BLOCK: tl.constexpr):",
+                                 "def guarded_kernel(\n    x_ptr, n,\n    BLOCK: tl.constexpr\n):")
+    assert "    BLOCK: tl.constexpr,\n    tf_num_tiles\n):\n    for pid in range(" in PER.apply(src)

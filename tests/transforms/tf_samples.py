@@ -267,6 +267,48 @@ def row_sqnorm(x):
 '''
 
 
+# persistent_grid's wider shapes: a META-free lambda grid, 3-D grids of trailing 1s (inline and
+# through a local), and early returns directly in the kernel body
+ROWS_LAMBDA = ROW_SUM.replace(
+    "    row_sum_kernel[(x.shape[0],)](",
+    "    grid = lambda meta: (x.shape[0],)\n    row_sum_kernel[grid](")
+
+GRID_3D = LITERAL_GRID.replace("neg_kernel[(triton.cdiv(n, 256),)](x, out, n, 256)",
+                               "neg_kernel[(triton.cdiv(n, 64), 1, 1)](x, out, n, 64)")
+
+GRID_3D_LOCAL = LITERAL_GRID.replace(
+    "    neg_kernel[(triton.cdiv(n, 256),)](x, out, n, 256)",
+    "    grid = (triton.cdiv(n, 64), 1, 1)\n    neg_kernel[grid](x, out, n, 64)")
+
+GUARDED_ROWS = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def keep_rows_kernel(x_ptr, out_ptr, n_rows, n_cols, stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    # programs past the last row do nothing
+    if row >= n_rows:
+        return
+    x_ptr += row * stride
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + cols, mask=cols < n_cols, other=0.0)
+    if tl.sum(x, axis=0) < 0:  # rows of negative sum stay zero
+        return
+    tl.store(out_ptr + row * stride + cols, x, mask=cols < n_cols)
+    return
+
+
+def keep_rows(x):
+    out = torch.zeros_like(x)
+    grid = (x.shape[0] + 3,)
+    keep_rows_kernel[grid](x, out, x.shape[0], x.shape[1], x.stride(0),
+                           BLOCK_N=triton.next_power_of_2(x.shape[1]))
+    return out
+'''
+
+
 # ---------------------------------------------------------------- running them
 
 def _inputs(name: str):
@@ -287,13 +329,18 @@ def _inputs(name: str):
         "MATMUL": lambda: (torch.randn(37, 29, generator=g), torch.randn(29, 45, generator=g)),
         "AUTOTUNED": lambda: (vec(1000),),
         "ROW_SQNORM": lambda: (torch.randn(7, 300, generator=g),),
+        "ROWS_LAMBDA": lambda: (torch.randn(9, 53, generator=g),),
+        "GRID_3D": lambda: (vec(1000),),
+        "GRID_3D_LOCAL": lambda: (vec(1000),),
+        "GUARDED_ROWS": lambda: (torch.randn(11, 5, generator=g),),
     }[name]()
 
 
 ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
            "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
-           "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm"}
+           "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm", "ROWS_LAMBDA": "row_sum",
+           "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows"}
 
 
 def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,

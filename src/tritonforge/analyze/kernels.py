@@ -189,6 +189,12 @@ def _loops(fn: ast.FunctionDef, text: SourceText) -> tuple[LoopInfo, ...]:
                           lp.num_stages) for i, lp in enumerate(found))
 
 
+def _is_return_guard(stmt: ast.stmt) -> bool:
+    """``if cond: return``: a bare return as the whole body, and no else."""
+    return isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 \
+        and isinstance(stmt.body[0], ast.Return) and stmt.body[0].value is None
+
+
 def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[str, ast.expr],
                    nested: bool = False) -> KernelInfo:
     params = _params(fn, text)
@@ -264,6 +270,10 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
             if name in ("range", "static_range", "cdiv") or plain == "range":
                 for a in node.args:
                     compared |= names_in(a) & reader.runtime
+    guards = tuple(stmt.lineno for stmt in fn.body if _is_return_guard(stmt))
+    returns = sum(isinstance(n, ast.Return) for n in ast.walk(fn))
+    last = fn.body[-1]
+    returns -= isinstance(last, ast.Return) and last.value is None    # a final bare return: a no-op
     order = {p.name: p.index for p in params}
     srt = lambda names: tuple(sorted(names, key=lambda n: order.get(n, 1 << 30)))  # noqa: E731
     first = fn.decorator_list[0] if fn.decorator_list else fn
@@ -297,6 +307,8 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
         arange_constexprs=srt(arange),
         compared_params=srt(compared),
         has_return=has_return,
+        return_guards=guards,
+        other_returns=returns - len(guards),
         nested=nested,
         stepped_constexprs=srt(stepped_constexprs(fn, reader)),
         program_id_calls=tuple(axes),

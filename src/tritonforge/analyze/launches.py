@@ -9,6 +9,7 @@ assigned more than once, or to anything but a literal, is "computed" and left al
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 
 from ._astutil import SourceText, int_literals, literal_value, names_in, subscript_keys
@@ -35,6 +36,7 @@ class Scope:
     params: set[str] = field(default_factory=set)
     assigns: dict[str, list[tuple[int, ast.expr | None]]] = field(default_factory=dict)
     defs: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    body: list[ast.stmt] = field(default_factory=list)
 
     def add(self, target: ast.expr, value: ast.expr | None, line: int) -> None:
         if isinstance(target, ast.Name):
@@ -60,7 +62,7 @@ def _scope_nodes(body: list[ast.stmt]):
 
 
 def build_scope(name: str | None, body: list[ast.stmt], params: set[str] | None = None) -> Scope:
-    scope = Scope(name, set(params or ()))
+    scope = Scope(name, set(params or ()), body=body)
     for node in _scope_nodes(body):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Assign):
@@ -82,6 +84,39 @@ def build_scope(name: str | None, body: list[ast.stmt], params: set[str] | None 
             scope.defs[node.name] = node
             scope.add(ast.Name(node.name), None, node.lineno)
     return scope
+
+
+def _block_at(stmts: list[ast.stmt], line: int) -> tuple[list[ast.stmt], ast.stmt] | None:
+    """The innermost statement list holding a statement that spans ``line``, and that statement."""
+    for st in stmts:
+        if not st.lineno <= line <= (st.end_lineno or st.lineno):
+            continue
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return stmts, st
+        blocks = [v for _, v in ast.iter_fields(st) if isinstance(v, list) and v
+                  and isinstance(v[0], ast.stmt)]
+        blocks += [h.body for h in getattr(st, "handlers", []) + getattr(st, "cases", [])]
+        for block in blocks:
+            found = _block_at(block, line)
+            if found is not None:
+                return found
+        return stmts, st
+    return None
+
+
+def _assigned_just_before(body: list[ast.stmt], name: str, assign_line: int, line: int) -> bool:
+    """Whether the assignment of ``name`` at ``assign_line`` is a plain ``name = ...`` statement of
+    the same block as the statement at ``line``, before it: whatever else assigns ``name``, the
+    value at ``line`` is that one (every later assignment has a later line)."""
+    found = _block_at(body, line)
+    if found is None:
+        return False
+    block, at = found
+    for st in block[:block.index(at)]:
+        if st.lineno == assign_line and isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                and isinstance(st.targets[0], ast.Name) and st.targets[0].id == name:
+            return True
+    return False
 
 
 def _fn_params(fn: ast.FunctionDef | ast.Lambda) -> set[str]:
@@ -128,6 +163,18 @@ class _Resolver:
                 return entries[-1][1]
         return None
 
+    def binding(self, name: str, line: int) -> str:
+        """How a bare name is bound at ``line`` (GridInfo.binding)."""
+        if self.local is not None and (name in self.local.params or name in self.local.assigns):
+            if self.single_value(name, line) is not None:
+                return "local"
+            before = [e[0] for e in self.local.assigns.get(name, []) if e[0] <= line]
+            known = name not in self.local.params and before \
+                and _assigned_just_before(self.local.body, name, max(before), line)
+            return "local" if known else "other"
+        entries = self.module.assigns.get(name, [])
+        return "global" if len(entries) == 1 and entries[0][1] is not None else "other"
+
     def function(self, name: str) -> ast.FunctionDef | None:
         for scope in (self.local, self.module):
             if scope is not None and name in scope.defs:
@@ -155,6 +202,13 @@ class _Resolver:
 
 
 def _grid(node: ast.expr, text: SourceText, res: _Resolver, line: int) -> GridInfo:
+    info = _grid_info(node, text, res, line)
+    if isinstance(node, ast.Name):
+        return dataclasses.replace(info, binding=res.binding(node.id, line))
+    return info
+
+
+def _grid_info(node: ast.expr, text: SourceText, res: _Resolver, line: int) -> GridInfo:
     resolved: ast.AST = node
     if isinstance(node, ast.Name):
         fn = res.function(node.id)

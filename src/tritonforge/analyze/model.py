@@ -177,6 +177,10 @@ class KernelInfo:
     arange_constexprs: tuple[str, ...] = ()  # constexprs used as a tl.arange bound (powers of 2)
     compared_params: tuple[str, ...] = ()   # runtime params compared or used as loop bounds
     has_return: bool = False                # a ``return`` anywhere in the body
+    return_guards: tuple[int, ...] = ()     # lines of ``if cond: return`` statements directly in
+                                            # the body (a bare return, no else)
+    other_returns: int = 0                  # returns that are neither such a guard nor a bare
+                                            # return ending the body
     nested: bool = False                    # defined inside another function or class
     stepped_constexprs: tuple[str, ...] = ()  # constexprs that step a loop (range(0, N, BLOCK))
     program_id_calls: tuple[int, ...] = ()  # axis of every tl.program_id call, in order
@@ -318,6 +322,9 @@ class GridInfo:
     names: tuple[str, ...]           # every name it reads, following local assignments
     meta_keys: tuple[str, ...]       # META['X'] keys a lambda/function grid reads
     int_literals: tuple[int, ...]    # integer literals in it, following local assignments
+    binding: str = "inline"          # a bare name: "local" (the launching function assigns it
+                                     # once, before the launch), "global" (only the module
+                                     # assigns it, once), "other" (anything else)
 
 
 @dataclass(frozen=True)

@@ -377,7 +377,11 @@ def append_param(fn: cst.FunctionDef, param: cst.Param, before_defaults: bool = 
                            whitespace_after_arg=cst.SimpleWhitespace("")) for p in params]
         merged = append_arg(as_args, cst.Arg(value=cst.Name(param.name.value)))
         new = [p.with_changes(comma=a.comma) for p, a in zip(params, merged)]
-        new.append(param.with_changes(comma=merged[-1].comma))
+        # the space before ")" (a newline in a one-per-line signature) follows the new last one
+        tail = params[-1].whitespace_after_param if params else cst.SimpleWhitespace("")
+        if new:
+            new[-1] = new[-1].with_changes(whitespace_after_param=cst.SimpleWhitespace(""))
+        new.append(param.with_changes(comma=merged[-1].comma, whitespace_after_param=tail))
     else:
         sep = params[at - 1].comma if at > 0 and isinstance(params[at - 1].comma, cst.Comma) \
             else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

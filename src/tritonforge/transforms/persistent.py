@@ -6,13 +6,20 @@
     kernel[(T,)](args)                  kernel[(min(_tf_num_sms(), T),)](args, tf_num_tiles=T)
 
 It applies only where that is the same computation: the kernel reads its program id once (as
-``pid = tl.program_id(0)``, or inline, replaced by the loop variable), on a 1-D tuple grid; it never returns early (that would end
-the loop), never reads tl.num_programs and takes no locks. A parameter the body reassigns
-(``X += row * stride``, 20 TritonBench-G kernels) is copied at the top of each tile
-(``_tf_X = X``) and the body uses the copy, so no change carries over to the next tile. It refuses
-more often than it applies; the reason
-says which condition failed. Whether it is faster is for the timing to say: it pays off where
-launch and tail effects dominate (many small tiles).
+``pid = tl.program_id(0)``, or inline, replaced by the loop variable), never reads
+tl.num_programs and takes no locks. The grid has one axis, or more whose others are a literal
+1 (``(n, 1, 1)``, kept as written): a tuple or a lambda, inline or through a name the launching
+function assigns once before the launch; ``T`` is its first element (_tiles.py says how a lambda's
+``META['BLOCK']`` is read, and why one that @triton.autotune chooses is refused).
+
+A return would end the loop, skipping the program's later tiles, so the kernel may return only
+through ``if cond: return`` directly in its body (a bare return, no else): the statements after
+it move into ``if not (cond):``, which skips just the current tile; a bare return ending the body
+is dropped. Other returns are a refusal. A parameter the body reassigns (``X += row * stride``,
+20 TritonBench-G kernels) is copied at the top of each tile (``_tf_X = X``) and the body uses
+the copy, so no change carries over to the next tile. The reason of a refusal says which
+condition failed. Whether it is faster is for the timing to say: it pays off where launch and
+tail effects dominate (many small tiles).
 """
 
 from __future__ import annotations
@@ -21,18 +28,19 @@ from typing import Any
 
 import libcst as cst
 
-from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
+from ..analyze import KernelInfo, SourceAnalysis, analyze_source
+from ..errors import TransformError
 from ._cst import (
     RenameNames,
     append_arg,
     append_param,
     dotted,
     edit_kernel,
-    grid_node,
     kw_arg,
     launch_calls,
     replace,
 )
+from ._tiles import tiles_of
 from .base import Applicability, Transform, first_no
 
 TILES = "tf_num_tiles"
@@ -60,8 +68,9 @@ def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
         return f"{k.name} reassigns {pid[0].name}"
     if LOOP_VAR in k.body_names:
         return f"{k.name} already uses {LOOP_VAR}"
-    if k.has_return:
-        return f"{k.name} returns early: in a persistent loop that would skip later tiles"
+    if k.other_returns:
+        return f"{k.name} returns early other than by `if cond: return` directly in its body " \
+               f"(a bare return, no else): in a persistent loop that would skip later tiles"
     if k.uses_num_programs:
         return f"{k.name} reads tl.num_programs"
     if {"atomic_cas", "atomic_xchg"} & set(k.atomics):
@@ -76,8 +85,9 @@ def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
         return f"{k.name} is not launched in this file"
     first_default = next((p.index for p in k.params if p.default is not None), len(k.params))
     for s in sites:
-        if s.grid.kind.value != "tuple" or s.grid.dims != 1:
-            return f"site {s.index}: the grid `{s.grid.source}` is not a 1-D tuple"
+        tiles = tiles_of(s, k)
+        if tiles.count is None:
+            return f"site {s.index}: {tiles.reason}"
         if s.has_star_args:
             return f"site {s.index} passes *args/**kwargs"
         if any(a.position is not None and a.position >= first_default for a in s.args):
@@ -85,19 +95,6 @@ def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
     if "torch" not in analysis.module_names and SMS_HELPER not in analysis.functions:
         return "the file does not import torch (needed to count SMs)"
     return None
-
-
-def _tiles_expr(call: cst.Call, site: LaunchSite) -> str:
-    """Source of the number of tiles: the single grid element (or ``grid[0]`` for a name)."""
-    g = grid_node(call)
-    if isinstance(g, cst.Name):
-        return f"{g.value}[0]"
-    if isinstance(g, cst.Tuple) and len(g.elements) == 1:
-        return cst.Module([]).code_for_node(g.elements[0].value)
-    sub = call.func
-    if len(sub.slice) == 1 and isinstance(g, cst.BaseExpression):   # k[n,] -> element n
-        return cst.Module([]).code_for_node(g)
-    return f"({site.grid.source})[0]"
 
 
 class PersistentGrid(Transform):
@@ -149,6 +146,8 @@ class PersistentGrid(Transform):
                     inside = [s.visit(_ProgramIdToName(var)) for s in body[doc:]]
                     header, leading = cst.TrailingWhitespace(), inside[0].leading_lines
                     inside[0] = inside[0].with_changes(leading_lines=())
+                # `if c: return` -> `if not (c): <the rest>` (a tile left empty: pass)
+                inside = _unguard(inside) or [cst.parse_statement("pass\n")]
                 if k.reassigned_params:     # each tile starts from the parameters as passed
                     names = set(k.reassigned_params)
                     inside = [st.visit(_Rename(names)) for st in inside]
@@ -178,13 +177,16 @@ class PersistentGrid(Transform):
             if s.kernel not in names:
                 continue
             call = calls[s.index]
-            tiles = _tiles_expr(call, s)
+            tiles = tiles_of(s, fresh.kernel(s.kernel))
+            if tiles.count is None:         # checked before the kernels changed
+                raise TransformError(f"{self.name}: site {s.index}: {tiles.reason}",
+                                     hint="report this with the source file")
 
             def edit(c: cst.Call, tiles=tiles) -> cst.Call:
                 sub = c.func
-                grid = cst.parse_expression(f"(min({SMS_HELPER}(), {tiles}),)")
+                grid = cst.parse_expression(tiles.grid(f"{SMS_HELPER}()"))
                 elem = cst.SubscriptElement(slice=cst.Index(value=grid))
-                args = append_arg(list(c.args), kw_arg(TILES, cst.parse_expression(tiles)))
+                args = append_arg(list(c.args), kw_arg(TILES, cst.parse_expression(tiles.count)))
                 return c.with_changes(func=sub.with_changes(slice=[elem]), args=args)
 
             edits[id(call)] = edit
@@ -205,6 +207,41 @@ def _add_helper(module: cst.Module) -> cst.Module:
     fn = helper[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     body.insert(last_import + 1, fn)
     return module.with_changes(body=body)
+
+
+def _is_bare_return(stmt: cst.CSTNode) -> bool:
+    small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+    return len(small) == 1 and isinstance(small[0], cst.Return) and small[0].value is None
+
+
+def _is_guard(stmt: cst.BaseStatement) -> bool:
+    """``if cond: return`` (a bare return, no else), as the analysis counts return_guards."""
+    return isinstance(stmt, cst.If) and stmt.orelse is None and len(stmt.body.body) == 1 \
+        and _is_bare_return(stmt.body.body[0])
+
+
+def _unguard(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """Statements after a guard move into ``if not (cond):``: in the persistent loop a return
+    would end every later tile of the program; this skips only the current one. A bare return
+    ending the statements does nothing and is dropped."""
+    if stmts and _is_bare_return(stmts[-1]):
+        stmts = stmts[:-1]
+    for i, stmt in enumerate(stmts):
+        if not _is_guard(stmt):
+            continue
+        rest = _unguard(stmts[i + 1:])
+        if not rest:                        # nothing after it: the guard skips nothing
+            return stmts[:i]
+        test = stmt.test
+        if not test.lpar:
+            test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        header = stmt.body.header if isinstance(stmt.body, cst.IndentedBlock) \
+            else cst.TrailingWhitespace()
+        negated = cst.UnaryOperation(operator=cst.Not(), expression=test)
+        return stmts[:i] + [stmt.with_changes(
+            test=negated, whitespace_before_test=cst.SimpleWhitespace(" "),
+            body=cst.IndentedBlock(body=rest, header=header))]
+    return stmts
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
