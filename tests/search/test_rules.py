@@ -95,3 +95,39 @@ def test_num_stages_is_moved_only_where_a_loop_loads():
     assert not stages(DOT_KERNEL)                # straight-line: every num_stages is the same code
     no_loop = task_from_file(EXAMPLE).source     # the sin example has no loop either
     assert not stages(no_loop)
+
+
+ROW_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_scale(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols)
+    tl.store(y_ptr + row * n_cols + offs, x * 2, mask=offs < n_cols)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    row_scale[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+'''
+
+
+def test_too_little_work_per_program_raises_the_persistent_grid():
+    from tritonforge.model import Bound, Diagnosis, Hint
+
+    def score(diagnosis):
+        return next(m.score for m in RuleProposer().moves(ROW_KERNEL, diagnosis)
+                    if m.transform == "persistent_grid")
+
+    tiny = Diagnosis(Bound.LATENCY, "too little work per program",
+                     hints=(Hint("larger_blocks", "many short waves", ("BLOCK", "num_warps"), 0.9),))
+    other = Diagnosis(Bound.LATENCY, "narrow accesses", hints=(Hint("vectorize_accesses", "", (), 0.8),))
+    assert score(tiny) > score(other) == score(None)
+    assert score(tiny) > next(m.score for m in RuleProposer().moves(ROW_KERNEL, tiny)
+                              if m.transform == "cache_hints")

@@ -128,7 +128,13 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
         Move("cache_hints", (("policy", "evict_first"),), 0.2, "evict_first on streamed loads"),
         Move("pid_swizzle", (("group_size", 8),), 0.3 + 0.4 * hints.get("swizzle_program_ids", 0),
              "grouped program ordering (GROUP_SIZE_M=8)"),
-        Move("persistent_grid", (), 0.2 + 0.3 * hints.get("balance_waves", 0),
+        # fewer, longer programs: for a partial last wave, and for programs too small to pay
+        # for their scheduling where the block cannot grow (a whole row per program, BLOCK =
+        # next_power_of_2(N): destindex_copy and dequantize_rowwise, H100, "too little work per
+        # program", had nothing left to try after num_warps and eviction hints)
+        Move("persistent_grid", (), 0.2 + 0.3 * max(hints.get("balance_waves", 0),
+                                                    hints.get("larger_blocks", 0),
+                                                    hints.get("more_work_per_launch", 0)),
              "persistent grid: one program per SM"),
     ]
 
