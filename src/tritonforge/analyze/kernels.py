@@ -222,12 +222,12 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
     tiled: dict[str, set[int]] = {}
     arange: set[str] = set()
     compared: set[str] = set()
-    unresolved = loads = stores = 0
-    uses_dot = uses_num_programs = has_return = False
+    unresolved = loads = stores = returns = 0
+    uses_dot = uses_num_programs = False
     for stmt in fn.body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Return):
-                has_return = True
+                returns += 1
             elif isinstance(node, ast.Compare):
                 compared |= names_in(node) & reader.runtime
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
@@ -271,7 +271,7 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
                 for a in node.args:
                     compared |= names_in(a) & reader.runtime
     guards = tuple(stmt.lineno for stmt in fn.body if _is_return_guard(stmt))
-    returns = sum(isinstance(n, ast.Return) for n in ast.walk(fn))
+    has_return = returns > 0
     last = fn.body[-1]
     returns -= isinstance(last, ast.Return) and last.value is None    # a final bare return: a no-op
     order = {p.name: p.index for p in params}
