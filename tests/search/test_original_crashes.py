@@ -66,3 +66,53 @@ def test_a_case_where_the_reference_broke_the_context_is_unsafe_without_another_
     unsafe = opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-01", "perf-03"))
     assert unsafe == {"perf-01", "perf-03"}
     assert [a[1] for a in asked] == [("perf-03",)]     # perf-01 needed no second run
+
+
+def _mismatch(case_id, cheat=None):
+    from tritonforge.model import Cheat, Mismatch, Verdict
+
+    mismatches = () if cheat else (Mismatch(case_id, 0, "return", "nan", "NaN where the original has a number"),)
+    violations = (Cheat(cheat, "wrong on a re-run", case_id, 1),) if cheat else ()
+    status = Status.CHEAT if cheat else Status.MISMATCH
+    return VariantResult("candidate", "h", status,
+                         verdict=Verdict(False, mismatches=mismatches, violations=violations))
+
+
+def test_a_case_where_the_original_does_not_reproduce_itself_is_unsafe():
+    """attention_kernel (H100, session 7): the perf script launches 64-row tiles on 16-row
+    tensors, so the original reads and writes past them and every candidate "differs" in NaNs
+    there. The original, run after itself as a candidate is, differs too: that case is dropped;
+    a case where the original reproduces itself keeps the candidate's mismatch."""
+    cands = [Candidate(f"x = {i}\n", "rules:t") for i in range(4)]
+    verified = {cands[0].hash: _mismatch("perf-02"), cands[1].hash: _mismatch("perf-03", cheat="rerun"),
+                cands[2].hash: _mismatch("perf-05"), cands[3].hash: _mismatch("perf-06", cheat="no_launch")}
+    asked = []
+    fails = {"perf-02", "perf-03"}
+
+    def evaluate(task, variants, *, purpose, case_ids, **kw):
+        asked.append(case_ids[0])
+        return SimpleNamespace(result=lambda name: _mismatch(case_ids[0]) if case_ids[0] in fails
+                               else _result(Status.OK))
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    ids = ("perf-02", "perf-03", "perf-05", "perf-06")
+    assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-02", "perf-03"}
+    # a no_launch cheat is about how the candidate computes: its case is not run again
+    assert sorted(asked) == ["perf-02", "perf-03", "perf-05"]
+    # the verdicts are remembered: a later round runs nothing again for the same cases
+    asked.clear()
+    assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-02", "perf-03"}
+    assert asked == []
+
+
+def test_blamed_cases_name_only_where_values_went_wrong():
+    from tritonforge.search.loop import blamed_cases
+
+    assert blamed_cases(_result(Status.OK)) == set()
+    assert blamed_cases(_result(Status.CRASH, "perf-01")) == {"perf-01"}
+    assert blamed_cases(_result(Status.CRASH)) == set()          # no case named: nothing excused
+    assert blamed_cases(_result(Status.COMPILE_ERROR, "perf-01")) == set()
+    assert blamed_cases(_mismatch("perf-04")) == {"perf-04"}
+    assert blamed_cases(_mismatch("perf-04", cheat="rerun")) == {"perf-04"}
+    assert blamed_cases(_mismatch("perf-04", cheat="library_op")) == set()

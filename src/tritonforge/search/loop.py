@@ -154,6 +154,32 @@ def representative_cases(task: Task, baseline: VariantResult, count: int = 2) ->
     return tuple(ids)
 
 
+TWIN_CHECKS_PER_ROUND = 4
+
+# cheats that name the case where the candidate's values went wrong (the others are about how it
+# computes, such as no launch or a library op, and the original's run cannot excuse them)
+_VALUE_CHEATS = ("rerun", "stale_output")
+
+
+def blamed_cases(result: VariantResult) -> set[str]:
+    """The cases a failed verification blames: where the candidate crashed, raised, computed
+    other values, or changed its values on a re-run. Empty for a pass or a failure that names
+    no case (then nothing is excused)."""
+    if result.status is Status.OK:
+        return set()
+    out = set()
+    if result.failure is not None and result.failure.case_id and result.status in (
+            Status.CRASH, Status.RUNTIME_ERROR):
+        out.add(result.failure.case_id)
+    verdict = result.verdict
+    if verdict is not None and result.status in (Status.MISMATCH, Status.CHEAT):
+        out |= {m.case_id for m in verdict.mismatches}
+        out |= {v.case_id for v in verdict.violations if v.kind in _VALUE_CHEATS and v.case_id}
+        if verdict.failure is not None and verdict.failure.case_id:
+            out.add(verdict.failure.case_id)
+    return out
+
+
 class Optimizer(OutputStage):
     """Runs the loop for one task; ``evaluators`` are the verification pool, the first also times."""
 
@@ -219,28 +245,42 @@ class Optimizer(OutputStage):
     def _cases_the_original_crashes(self, task: Task, original: Candidate, cands: list[Candidate],
                                     verified: dict[str, VariantResult],
                                     case_ids: tuple[str, ...]) -> set[str]:
-        """Cases where candidates crashed and the ORIGINAL crashes too, run exactly as a candidate
-        is (after the original, in the same worker).
+        """Cases that cannot judge a candidate because the ORIGINAL fails there too, run exactly
+        as a candidate is (after the original, in the same worker): it crashes, or it computes
+        something else than its own reference run.
 
-        On attention_fwd_triton3 (H100, 2026-11-23) every candidate of a round, num_warps changes
-        and pipelining alike, hit an illegal memory access on one perf-script case that the
-        original alone ran cleanly: a run of the original leaves that case's memory in a state a
-        second run cannot survive. Such a case cannot judge a candidate; every other crash stays
-        the candidate's.
+        Crashes: on attention_fwd_triton3 (H100, 2026-11-23) every candidate of a round,
+        num_warps changes and pipelining alike, hit an illegal memory access on one perf-script
+        case that the original alone ran cleanly: a run of the original leaves that case's memory
+        in a state a second run cannot survive.
+        Mismatches: attention_kernel's perf script launches BLOCK_M=64 tiles on 16-row tensors
+        with no boundary checks, so the original reads and writes past its tensors; every
+        candidate, num_stages changes included, then "differed" in NaNs on those cases (H100,
+        session 7). The original run as its own candidate is the test: a case where it does not
+        reproduce itself has no reference result. Every other failure stays the candidate's,
+        and only the cases a failed candidate was blamed for are run again (at most
+        ``TWIN_CHECKS_PER_ROUND`` per round, each remembered for the rest of the search).
         """
-        crashed = {verified[c.hash].failure.case_id for c in cands
-                   if verified[c.hash].status is Status.CRASH and verified[c.hash].failure is not None}
         # SKIPPED with a case: the original itself broke the context there, before the candidate
         # was compared (fused_rotary_embedding, H100 session 5): that case cannot judge anything
         unsafe = {verified[c.hash].failure.case_id for c in cands
                   if verified[c.hash].status is Status.SKIPPED and verified[c.hash].failure is not None
                   and verified[c.hash].failure.case_id in case_ids}
-        for cid in sorted(x for x in crashed - unsafe if x in case_ids):
+        known: dict[str, bool] = self.__dict__.setdefault("_twin_fails", {})
+        suspects: set[str] = set()
+        for c in cands:
+            suspects |= blamed_cases(verified[c.hash])
+        suspects = {x for x in suspects - unsafe if x in case_ids}
+        unsafe |= {x for x in suspects if known.get(x)}
+        todo = sorted(x for x in suspects if x not in known)[:TWIN_CHECKS_PER_ROUND]
+        for cid in todo:
             twin = Candidate(original.source, "original", description="the original, as a candidate")
             evaluation = self.timer.evaluate(task, (_variant(original, "original"), _variant(twin, "candidate")),
                                              purpose="original-twice", case_ids=(cid,), verify=True,
                                              time=False, use_store=False)
-            if evaluation.result("candidate").status in (Status.CRASH, Status.SKIPPED):
+            known[cid] = evaluation.result("candidate").status in (
+                Status.CRASH, Status.SKIPPED, Status.MISMATCH, Status.CHEAT, Status.RUNTIME_ERROR)
+            if known[cid]:
                 unsafe.add(cid)
         return unsafe
 
@@ -354,11 +394,13 @@ class Optimizer(OutputStage):
                 task = replace(task, cases=tuple(c for c in task.cases if c.id not in unsafe))
                 verify_ids = tuple(i for i in verify_ids if i not in unsafe)
                 search_ids = tuple(i for i in search_ids if i not in unsafe) or search_ids
-                notes += [f"case {cid} dropped: the original itself crashes there (as the reference, "
-                          "or run after itself as a candidate is): it cannot judge a candidate"
+                notes += [f"case {cid} dropped: the original itself fails there (it crashes as the "
+                          "reference, or run after itself as a candidate is it crashes or does not "
+                          "reproduce its own result): it cannot judge a candidate"
                           for cid in sorted(unsafe)]
                 self.progress(f"{task.name}: {notes[-1]}")
-                again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)]
+                again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)
+                         or blamed_cases(verified[c.hash]) & unsafe]
                 if verify_ids and again:
                     verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
