@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -235,7 +236,17 @@ def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
     from ..verify.differential import VerifyOptions, verify_against_reference
 
     return verify_against_reference(ref_module, cand_module, task, cases, builder, dev,
-                                    VerifyOptions(baseline=snapshot))
+                                    VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE))
+
+
+# The recheck's fresh seed, drawn once per worker process rather than once per candidate. A
+# TritonBench-G performance script builds every size at once on the host, so each new seed meant
+# rebuilding (and writing to the run's input cache) all of them: destindex_copy's 22 sizes took
+# 75-88 s per candidate's verification on an H100 (session 8, call 1), most of it that rebuild.
+# The seed is still one no test section or spec uses and that no candidate's author can know
+# (drawn at random when the worker starts); the candidates a worker checks share it, so the
+# inputs are built once per worker.
+_RECHECK_NONCE = secrets.randbits(30)
 
 
 def _unverified(states: list[_State], culprit: _State, failure: Failure,
