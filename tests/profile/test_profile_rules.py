@@ -57,6 +57,11 @@ def test_near_roofline_is_not_claimed_for_spills_or_a_dot_off_the_tensor_cores()
     assert rules.near_roofline(facts(metrics=dict(busy, local_ld_sectors=1e6))) is None
     assert rules.near_roofline(facts(metrics=busy, stats=st(spills=64))) is None
     assert rules.near_roofline(facts(roofline=roof(0.9), stats=st(has_dot=True))) is None
+    # with a measured roofline too: the spill traffic is counted as if it were work
+    # (int8_quantization, H100: "87% of the roofline" while spilling 38 KB per thread)
+    assert rules.near_roofline(facts(roofline=roof(0.87), stats=st(spills=38396))) is None
+    assert rules.near_roofline(facts(roofline=roof(0.87), metrics=dict(local_st_sectors=1e6))) is None
+    assert rules.near_roofline(facts(roofline=roof(0.87), stats=st(spills=0)))
     assert rules.near_roofline(facts(metrics=dict(tensor_pipe_pct=79.0)))          # pipes: from 75%
     assert rules.near_roofline(facts(metrics=dict(tensor_pipe_pct=70.0))) is None
 
