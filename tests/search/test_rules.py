@@ -131,3 +131,88 @@ def test_too_little_work_per_program_raises_the_persistent_grid():
     assert score(tiny) > score(other) == score(None)
     assert score(tiny) > next(m.score for m in RuleProposer().moves(ROW_KERNEL, tiny)
                               if m.transform == "cache_hints")
+
+
+ATTN_WRAPPER = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _fwd_kernel(Q, K, V, Out, stride_m, N_CTX, sm_scale,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    base = off_hz * N_CTX * HEAD_DIM
+    q = tl.load(Q + base + offs_m[:, None] * stride_m + offs_d[None, :],
+                mask=offs_m[:, None] < N_CTX, other=0.0)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    for start_n in range(0, N_CTX, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = tl.load(K + base + offs_n[None, :] * stride_m + offs_d[:, None],
+                    mask=offs_n[None, :] < N_CTX, other=0.0)
+        p = tl.dot(q, k) * sm_scale
+        v = tl.load(V + base + offs_n[:, None] * stride_m + offs_d[None, :],
+                    mask=offs_n[:, None] < N_CTX, other=0.0)
+        acc += tl.dot(p, v)
+    tl.store(Out + base + offs_m[:, None] * stride_m + offs_d[None, :], acc,
+             mask=offs_m[:, None] < N_CTX)
+
+
+def attn(q, k, v, o, BLOCK_M, BLOCK_N, num_warps, num_stages):
+    grid = (triton.cdiv(q.shape[2], BLOCK_M), q.shape[0] * q.shape[1], 1)
+    _fwd_kernel[grid](q, k, v, o, q.stride(2), q.shape[2], 1.0,
+                      BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=q.shape[3],
+                      num_warps=num_warps, num_stages=num_stages)
+    return o
+'''
+
+
+def test_tile_sizes_taken_from_wrapper_parameters_are_moved():
+    moves = [m for m in RuleProposer().moves(ATTN_WRAPPER, None)
+             if m.transform == "param_block_override"]
+    assert {dict(m.params)["name"] for m in moves} == {"BLOCK_M", "BLOCK_N"}   # not HEAD_DIM
+    assert {dict(m.params)["value"] for m in moves} == {32, 64, 128}           # 2-D tiles
+    assert "BLOCK_M (wrapper parameter) -> 128 at launch 0" in {m.description for m in moves}
+    assert all(0.45 <= m.score <= 0.55 for m in moves)
+    stages = [m for m in RuleProposer().moves(ATTN_WRAPPER, None)
+              if m.description.startswith("num_stages")]
+    assert max(m.score for m in stages) < min(m.score for m in moves)
+
+    task = task_from_file(EXAMPLE)
+    cands = RuleProposer().propose(_ctx(task, ATTN_WRAPPER, budget=6))
+    pinned = [c for c in cands if c.origin == "rules:param_block_override"]
+    assert len(pinned) >= 4 and len({c.hash for c in pinned}) == len(pinned)
+    # per-knob diversity: both tile sizes get moved, neither takes the whole round
+    assert {c.description.split(" ")[0] for c in pinned} == {"BLOCK_M", "BLOCK_N"}
+    for c in pinned:
+        assert "# tritonforge: tile size fixed here" in c.source
+
+
+ADD_WRAPPER = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def add(x, y, BLOCK_SIZE=4):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), BLOCK_SIZE),)](x, y, out, x.numel(), BLOCK_SIZE)
+    return out
+'''
+
+
+def test_a_one_dimensional_wrapper_tile_gets_larger_sizes():
+    moves = [m for m in RuleProposer().moves(ADD_WRAPPER, None)
+             if m.transform == "param_block_override"]
+    assert [dict(m.params)["value"] for m in moves] == [1024, 4096, 256]

@@ -9,8 +9,9 @@ from tritonforge.analyze import analyze_source
 from tritonforge.errors import TransformError, TritonForgeError
 from tritonforge.transforms import REGISTRY, Applicability, Transform, get
 
-NAMES = {"launch_params", "constexpr_override", "autotune", "autotune_widen", "loop_pipelining",
-         "offset_hints", "cache_hints", "pid_swizzle", "persistent_grid", "streaming_reduction"}
+NAMES = {"launch_params", "constexpr_override", "param_block_override", "autotune",
+         "autotune_widen", "loop_pipelining", "offset_hints", "cache_hints", "pid_swizzle",
+         "persistent_grid", "streaming_reduction"}
 
 
 def test_public_names():

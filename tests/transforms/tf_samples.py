@@ -309,6 +309,32 @@ def keep_rows(x):
 '''
 
 
+# the tile size is the caller's choice: a parameter of the wrapper, passed through to the launch
+ADD_PARAM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y, BLOCK_SIZE=4):
+    # the caller picks the tile size
+    out = torch.empty_like(x)
+    n = x.numel()
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    add_kernel[grid](x, y, out, n, BLOCK_SIZE=BLOCK_SIZE)  # launch
+    return out
+'''
+
+
 # ---------------------------------------------------------------- running them
 
 def _inputs(name: str):
@@ -333,6 +359,7 @@ def _inputs(name: str):
         "GRID_3D": lambda: (vec(1000),),
         "GRID_3D_LOCAL": lambda: (vec(1000),),
         "GUARDED_ROWS": lambda: (torch.randn(11, 5, generator=g),),
+        "ADD_PARAM": lambda: (vec(1000), vec(1000)),
     }[name]()
 
 
@@ -340,7 +367,8 @@ ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
            "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
            "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm", "ROWS_LAMBDA": "row_sum",
-           "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows"}
+           "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows",
+           "ADD_PARAM": "add"}
 
 
 def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,

@@ -1,10 +1,11 @@
 """The default proposer: profiling-guided rules over the transform library, no LLM needed.
 
 Each round it looks at the incumbent's launch sites (``analyze``), lists the moves the transforms
-can make (block sizes up and down, num_warps, num_stages, pipelining, hints, swizzle, persistent
-grid), scores each move by what the diagnosis says and by what is static common sense (a 1-D
-block of 4 elements wastes a GPU), and returns the best few that are new. The loop's rounds make
-this a greedy coordinate search: round 1 moves the block size, round 2 tunes warps from there.
+can make (block sizes up and down, tile sizes a wrapper takes as parameters, num_warps,
+num_stages, pipelining, hints, swizzle, persistent grid), scores each move by what the diagnosis
+says and by what is static common sense (a 1-D block of 4 elements wastes a GPU), and returns the
+best few that are new. The loop's rounds make this a greedy coordinate search: round 1 moves the
+block size, round 2 tunes warps from there.
 
 Configs over the device's shared memory or registers (``search.prune``) are never returned: such
 a candidate is dropped before any compile, its slot goes to the next move, and the drop waits in
@@ -72,6 +73,43 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
             moves.append(Move("constexpr_override", (("name", c.name), ("value", c.value // 2),
                                                      ("site", knobs.site)),
                               shrink, f"{c.name} {c.value} -> {c.value // 2} at launch {knobs.site}"))
+    return moves
+
+
+# Tile sizes to try where the launching function takes the block size as a parameter: its value
+# is the caller's, unknown here, so a few sizes that suit most GPUs, best guess first.
+PARAM_TILES_2D = (64, 128, 32)       # beside other tile sizes (capped at MAX_TILE)
+PARAM_TILES_1D = (1024, 4096, 256)
+
+
+def _param_block_moves(knobs: Any, function: str | None, hints: dict[str, float],
+                       seen: set[tuple[str, str]]) -> list[Move]:
+    """Tile sizes the launching function takes from its caller (``param_block_override`` pins
+    them). Scored below the literal block moves (the current size is unknown, so a move may not
+    grow it) and above num_stages; ``seen`` keeps one set per function and parameter when
+    several launches share it."""
+    from ..analyze.model import ValueOrigin
+
+    moves = []
+    if function is None:
+        return moves
+    grow = max(hints.get("larger_blocks", 0), hints.get("more_work_per_launch", 0))
+    shrink = max(hints.get("more_programs", 0), hints.get("reduce_registers", 0))
+    for c in knobs.constexprs:
+        if c.origin is not ValueOrigin.COMPUTED or not c.block_like \
+                or not c.source.isidentifier() or (function, c.source) in seen:
+            continue
+        seen.add((function, c.source))
+        tiled = any(k.name != c.name and (k.block_like or "BLOCK" in k.name.upper())
+                    for k in knobs.constexprs)
+        sizes = [v for v in PARAM_TILES_2D if v <= MAX_TILE] if tiled else list(PARAM_TILES_1D)
+        for rank, new in enumerate(sizes):
+            # the first (middle) size leads; a hint to grow or shrink lifts the others a little
+            nudge = grow if new > sizes[0] else shrink if new < sizes[0] else 0.0
+            score = 0.55 - 0.05 * rank + 0.05 * nudge
+            moves.append(Move("param_block_override",
+                              (("name", c.name), ("value", new), ("site", knobs.site)), score,
+                              f"{c.name} (wrapper parameter) -> {new} at launch {knobs.site}"))
     return moves
 
 
@@ -175,12 +213,14 @@ class RuleProposer:
         analysis = analyze_source(source)
         hints = _hint_weights(diagnosis)
         moves: list[Move] = []
+        pinned: set[tuple[str, str]] = set()
         for knobs in analysis.knobs:
             if knobs.autotuned:
                 moves.append(Move("autotune_widen", (("kernel", knobs.kernel),), 0.5,
                                   f"widen @triton.autotune of {knobs.kernel}"))
                 continue
             moves += _block_moves(knobs, hints)
+            moves += _param_block_moves(knobs, analysis.site(knobs.site).function, hints, pinned)
             known = analysis.has_kernel(knobs.kernel)
             dot = known and analysis.kernel(knobs.kernel).uses_dot
             moves += _launch_moves(knobs, hints, uses_dot=dot,

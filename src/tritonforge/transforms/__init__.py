@@ -7,6 +7,8 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
 
     launch_params       num_warps / num_stages at launch sites, or on autotune configs
     constexpr_override  a literal block size at a launch; the grid follows
+    param_block_override a block size the launching function takes as a parameter, pinned at
+                        the top of that function (BLOCK_M = 128); the grid follows
     autotune            @triton.autotune over block sizes and launch options; META grids
     autotune_widen      more configs on an existing @triton.autotune
     loop_pipelining     range(...) loops with loads -> tl.range(..., num_stages=S)
@@ -38,6 +40,7 @@ from .body import CacheHints, LoopPipelining, OffsetHints
 from .configs import ConfigSpec
 from .constexpr import ConstexprOverride
 from .launch_params import LaunchParams
+from .param_block import ParamBlockOverride
 from .persistent import PersistentGrid
 from .streaming import StreamingReduction
 from .swizzle import PidSwizzle
@@ -45,6 +48,7 @@ from .swizzle import PidSwizzle
 REGISTRY: dict[str, Transform] = {t.name: t for t in (
     LaunchParams(),
     ConstexprOverride(),
+    ParamBlockOverride(),
     AutotuneInjection(),
     AutotuneWiden(),
     LoopPipelining(),
