@@ -216,3 +216,19 @@ def test_a_one_dimensional_wrapper_tile_gets_larger_sizes():
     moves = [m for m in RuleProposer().moves(ADD_WRAPPER, None)
              if m.transform == "param_block_override"]
     assert [dict(m.params)["value"] for m in moves] == [1024, 4096, 256]
+
+
+def test_spills_put_more_warps_first():
+    """A whole tile held in registers spills: spreading it over more warps comes before fewer
+    warps and before the other launch moves."""
+    from tritonforge.model import Bound, Diagnosis, Hint
+
+    spills = Diagnosis(Bound.LATENCY, "register spills",
+                       hints=(Hint("avoid_spills", "38396 bytes per thread", ("num_warps",), 0.9),))
+    moves = RuleProposer().moves(EXAMPLE.read_text(), spills)
+    warps = [m for m in moves if m.description.startswith("num_warps")]
+    assert warps[0].description.startswith("num_warps 4 -> 8")
+    more = {m.description: m.score for m in warps}
+    assert more["num_warps 4 -> 16 at launch 0"] > more["num_warps 4 -> 2 at launch 0"]
+    plain = {m.description: m.score for m in RuleProposer().moves(EXAMPLE.read_text(), None)}
+    assert more["num_warps 4 -> 8 at launch 0"] > plain["num_warps 4 -> 8 at launch 0"]

@@ -115,7 +115,8 @@ def _param_block_moves(knobs: Any, function: str | None, hints: dict[str, float]
 
 def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False,
                   pipelined: bool = True) -> list[Move]:
-    """num_warps and num_stages neighbours. A kernel with ``tl.dot`` keeps at least 4 warps: on
+    """num_warps and num_stages neighbours (more warps first when the kernel spills). A kernel
+    with ``tl.dot`` keeps at least 4 warps: on
     Hopper a warpgroup MMA needs 4, and with fewer the tile's accumulators spill (num_warps 8 -> 1
     on attention_forward_triton ran 100x slower, H100, 2026-11-23). ``num_stages`` only pipelines
     loads inside loops: a kernel with none (``pipelined`` False) gets no num_stages moves, which
@@ -126,6 +127,11 @@ def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False,
         if w == warps or (uses_dot and w < 4):
             continue
         score = 0.45 + 0.2 * hints.get("more_parallelism", 0) - 0.05 * abs(w.bit_length() - warps.bit_length())
+        if w > warps:
+            # a tile spread over more threads holds fewer elements per thread: the first move
+            # against spills of a whole tile in registers (int8_quantization's 128x512 fp32 tile
+            # over 4 warps, 38 KB of spills per thread, H100)
+            score += 0.3 * hints.get("avoid_spills", 0)
         moves.append(Move("launch_params", (("num_warps", w), ("site", knobs.site)), score,
                           f"num_warps {warps} -> {w} at launch {knobs.site}"))
     stages = knobs.num_stages if knobs.num_stages else 3
