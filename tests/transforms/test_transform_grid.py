@@ -79,17 +79,17 @@ def test_persistent_wraps_the_body_and_rewrites_the_launch():
             "tf_num_tiles):\n"
             "    for pid in range(tl.program_id(0), tf_num_tiles, tl.num_programs(0)):  # which tile\n"
             "        block_start = pid * BLOCK_SIZE\n") in out
-    assert "    add_kernel[(min(_tf_num_sms(), num_blocks),)](x, y, out, n_elements, BLOCK_SIZE, " \
+    assert "    add_kernel[(min(_tf_num_sms() * 8, num_blocks),)](x, y, out, n_elements, BLOCK_SIZE, " \
            "tf_num_tiles=num_blocks)\n" in out
-    assert out.count("def _tf_num_sms():") == 1
-    assert out.index("def _tf_num_sms():") < out.index("# Elementwise add")
+    assert out.count("def _tf_num_sms(") == 1
+    assert out.index("def _tf_num_sms(") < out.index("# Elementwise add")
 
 
 def test_persistent_with_a_grid_variable():
     out = PER.apply(S.IN_PLACE.replace(
         "    axpy_kernel[(triton.cdiv(n, BLOCK),)](x, y, a, n, BLOCK=BLOCK)",
         "    grid = (triton.cdiv(n, BLOCK),)\n    axpy_kernel[grid](x, y, a, n, BLOCK=BLOCK)"))
-    assert "axpy_kernel[(min(_tf_num_sms(), grid[0]),)](x, y, a, n, BLOCK=BLOCK, " \
+    assert "axpy_kernel[(min(_tf_num_sms() * 8, grid[0]),)](x, y, a, n, BLOCK=BLOCK, " \
            "tf_num_tiles=grid[0])" in out
     # the program id was read inline: a loop variable replaces the call
     assert "def axpy_kernel(x_ptr, y_ptr, a, n, BLOCK: tl.constexpr, tf_num_tiles):\n" \
@@ -152,22 +152,52 @@ def test_persistent_copies_a_reassigned_parameter_at_the_top_of_each_tile():
 def test_persistent_lambda_grid_counts_tiles_with_the_launch_arguments():
     out = PER.apply(S.SCALE_KEYWORD)
     # META['BLOCK_SIZE'] is the BLOCK_SIZE=128 the launch passes: the same count, read at the launch
-    assert "    scale_kernel[(min(_tf_num_sms(), triton.cdiv(n, 128)),)](\n" in out
+    assert "    scale_kernel[(min(_tf_num_sms() * 8, triton.cdiv(n, 128)),)](\n" in out
     assert "        num_warps=4,\n        tf_num_tiles=triton.cdiv(n, 128),\n    )" in out
 
 
 def test_persistent_lambda_grid_without_meta():
     out = PER.apply(S.ROWS_LAMBDA)
-    assert "    row_sum_kernel[(min(_tf_num_sms(), x.shape[0]),)](x, out, x.shape[1], " \
+    assert "    row_sum_kernel[(min(_tf_num_sms() * 16, x.shape[0]),)](x, out, x.shape[1], " \
            "x.stride(0), BLOCK_N=16, num_warps=2, tf_num_tiles=x.shape[0])" in out
+
+
+def test_persistent_programs_per_sm_follow_the_warps_or_the_parameter():
+    """32 warps' worth of programs per SM by default (one program per SM left a memory-bound row
+    kernel with 4 warps per SM: 371% slower, H100); programs_per_sm sets it."""
+    from tritonforge.transforms.persistent import default_programs_per_sm
+
+    assert [default_programs_per_sm(w) for w in (1, 2, 4, 8, 16, 32, None)] == [32, 16, 8, 4, 2, 1, 8]
+    assert "neg_kernel[(min(_tf_num_sms(), triton.cdiv(n, 64)), 1, 1)]" in \
+        PER.apply(S.GRID_3D, programs_per_sm=1)
+    assert "neg_kernel[(min(_tf_num_sms() * 3, triton.cdiv(n, 64)), 1, 1)]" in \
+        PER.apply(S.GRID_3D, programs_per_sm=3)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(TransformError, match="programs_per_sm"):
+            PER.apply(S.GRID_3D, programs_per_sm=bad)
+
+
+def test_persistent_sm_count_is_read_once_per_device(monkeypatch):
+    """The helper the rewrite adds asks torch for the SM count once per device, not per launch."""
+    import torch
+
+    namespace: dict = {}
+    exec(PER.apply(S.GRID_3D).split("@triton.jit")[0], namespace)
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda d: calls.append(d) or type("P", (), {"multi_processor_count": 132})())
+    assert [namespace["_tf_num_sms"]() for _ in range(3)] == [132, 132, 132]
+    assert calls == [0]
 
 
 def test_persistent_keeps_trailing_unit_axes():
     out = PER.apply(S.GRID_3D)
-    assert "neg_kernel[(min(_tf_num_sms(), triton.cdiv(n, 64)), 1, 1)](x, out, n, 64, " \
+    assert "neg_kernel[(min(_tf_num_sms() * 8, triton.cdiv(n, 64)), 1, 1)](x, out, n, 64, " \
            "tf_num_tiles=triton.cdiv(n, 64))" in out
     out = PER.apply(S.GRID_3D_LOCAL)
-    assert "neg_kernel[(min(_tf_num_sms(), grid[0]), 1, 1)](x, out, n, 64, " \
+    assert "neg_kernel[(min(_tf_num_sms() * 8, grid[0]), 1, 1)](x, out, n, 64, " \
            "tf_num_tiles=grid[0])" in out
 
 
