@@ -158,8 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     bopt.add_argument("--per-kernel", type=float, default=150.0, help="seconds per kernel at most")
     bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
-    bopt.add_argument("--redo", help="comma-separated records to forget in the store and run again "
-                                     "(after a harness fix; the output says which)")
+    bopt.add_argument("--redo", help="comma-separated records to run again although stored (after a "
+                                     "harness fix): each one's record is forgotten only when it "
+                                     "starts, so one the budget never reaches keeps its record")
     bopt.add_argument("--shard", metavar="K/N",
                       help="run only the records at positions K, K+N, ... (N processes share one "
                            "store and one GPU; needs $TRITONFORGE_GPU_LOCK, see the README)")

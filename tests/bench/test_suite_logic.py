@@ -362,3 +362,48 @@ def test_a_summary_with_no_worker_started_still_names_the_versions():
 
     env = _environment(SimpleNamespace(worker=SimpleNamespace(info=None), device="cuda"))
     assert env["triton"] == triton.__version__ and env["torch"] and env["device"] == "cuda"
+
+
+def test_a_redo_record_is_forgotten_only_when_it_starts_again():
+    """--redo: a stored record runs again, and is forgotten just before; one the budget never
+    reaches keeps its record (forgetting all up front lost four records in sessions 6-8), and one
+    another shard claimed is neither forgotten nor run here."""
+    import time as _t
+
+    from tritonforge.bench.optimize import run_suite
+
+    store = _MemoryStore()
+    for n in ("a", "b", "c", "d"):
+        store.put_record("optimize", n, _result(n, stop="old"))
+    forgotten, ran = [], []
+
+    def forget(name):
+        forgotten.append(name)
+        del store.records[name]
+
+    def one(task, remaining):
+        ran.append(task.name)
+        _t.sleep(0.4)
+        return _result(task.name, stop="new")
+
+    tasks = [SimpleNamespace(name=n) for n in ("a", "b", "c", "d")]
+    done, left = run_suite(tasks, one, store, budget_s=None, progress=lambda s: None, need_s=0.1,
+                           claim=lambda name: name not in ("b", "c"), redo={"a", "b"}, forget=forget)
+    assert ran == ["a"] and forgotten == ["a"]          # d was never asked for; b is another's
+    assert left == []
+    ran.clear()
+    done, left = run_suite(tasks, one, store, budget_s=0.7, progress=lambda s: None, need_s=0.1,
+                           redo={"a", "c"}, forget=forget)
+    assert ran == ["a"] and forgotten == ["a", "a"]
+    assert left == ["c"] and store.records["c"].stop_reason == "old"   # not reached: it stands
+    assert store.records["a"].stop_reason == "new" and store.records["b"].stop_reason == "old"
+    assert [(r.task, r.stop_reason) for r in done] == [("a", "new"), ("b", "old"), ("c", "old"),
+                                                       ("d", "old")]
+
+
+def test_redo_of_a_record_not_in_the_run_is_refused(tmp_path, capsys):
+    from tritonforge.cli import main
+
+    code = main(["bench", "optimize", "--device", "cpu", "--names", "add_example", "--redo", "nope",
+                 "--run-dir", str(tmp_path), "--budget", "0"])
+    assert code != 0 and "--redo names records not among those to run: nope" in capsys.readouterr().err

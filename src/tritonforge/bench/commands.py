@@ -194,10 +194,14 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     group = args.shard_group if args.shard else None
     device = resolve_device(settings.device)     # asks a child process: once
     mine, settings = _shard(args.shard, tasks, settings, device, dynamic=group is not None)
+    redo = {n.strip() for n in (args.redo or "").split(",") if n.strip()}
+    unknown = sorted(redo - {t.name for t in tasks})
+    if unknown:
+        raise ConfigError(f"--redo names records not among those to run: {', '.join(unknown)}",
+                          hint="--redo takes names from --names (or the subset)")
     with RunStore(run_dir / "store.sqlite") as store:
-        for name in (n.strip() for n in (args.redo or "").split(",") if n.strip()):
-            if name not in {t.name for t in mine} or (group and not args.shard.startswith("0/")):
-                continue                # another shard's record (or shard 0's to forget)
+        def forget(name: str) -> None:
+            """Forget ``name``'s record just before it runs again (``run_suite``)."""
             gone = store.forget_task(name, "optimize")
             _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
         work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
@@ -221,7 +225,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
             owner = f"{args.shard} pid {os.getpid()}"
             claim = (lambda name: store.claim("optimize-claim", name, group, owner)) if group else None
             _, left = run_suite(mine, one, store, budget_s=args.budget, progress=_say,
-                                need_s=args.per_kernel + FINAL_CHECK_S, claim=claim)
+                                need_s=args.per_kernel + FINAL_CHECK_S, claim=claim,
+                                redo=redo, forget=forget)
             # every record done so far, the other shards' included, in the subset's order
             results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
             env = _environment(evaluators[0])

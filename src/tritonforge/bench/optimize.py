@@ -15,7 +15,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from typing import Callable
+from typing import Callable, Collection
 
 from ..model import Task
 
@@ -85,9 +85,16 @@ def headline(results: list) -> dict:
 
 def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], object],
               store, *, budget_s: float | None, progress: Callable[[str], None],
-              need_s: float = 30.0, claim: Callable[[str], bool] | None = None) -> tuple[list, list[str]]:
+              need_s: float = 30.0, claim: Callable[[str], bool] | None = None,
+              redo: Collection[str] = (), forget: Callable[[str], None] | None = None,
+              ) -> tuple[list, list[str]]:
     """Optimize each task not yet in ``store`` while the suite's budget lasts; return the stored
     results (in task order) and the names left for a later run.
+
+    ``redo`` names tasks to run again although stored: ``forget(name)`` drops the stored record
+    (and its cached evaluations) only when this process starts that task, so a re-run the
+    budget never reaches keeps its earlier record. Forgetting them all up front lost four
+    records in sessions 6-8 (H100), each to a call that ended before reaching it.
 
     With ``claim`` (shards sharing the store), a task is run only if ``claim(name)`` says this
     process took it: each shard takes the next task no other has, so one with slow records does
@@ -100,7 +107,8 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
     start = time.perf_counter()
     left, walls = [], []
     for task in tasks:
-        if store.get_record("optimize", task.name) is not None:
+        again = task.name in redo
+        if store.get_record("optimize", task.name) is not None and not again:
             continue
         remaining = None if budget_s is None else budget_s - (time.perf_counter() - start)
         # what a record took here so far counts too: shards queue for the GPU (which the
@@ -111,6 +119,8 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
             continue
         if claim is not None and not claim(task.name):
             continue                    # another shard has it
+        if again and forget is not None:
+            forget(task.name)
         t0 = time.perf_counter()
         result = optimize_one(task, remaining)
         walls.append(time.perf_counter() - t0)
