@@ -87,3 +87,16 @@ def test_a_reference_that_breaks_the_cuda_context_leaves_its_candidate_unverifie
     assert cand.status is Status.SKIPPED and "not verified" in cand.failure.reason
     assert cand.failure.case_id == "c"                 # the case the original cannot run
     _still_works(worker)
+
+
+def test_a_candidate_raising_inside_verification_names_its_case(worker):
+    """The error reaches the worker through the verifier: the failure still names the case and
+    seed (a crash with no case could not be checked against the original's own run)."""
+    src = SRC.replace("def entry(x):\n", "_calls = [0]\n\ndef entry(x):\n"
+                      "    _calls[0] += 1\n    if _calls[0] > 1:\n        raise ValueError('late boom')\n")
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", SRC), _v("late", src)),
+                                         verify=True, time=False))
+    r = ev.result("late")
+    assert r.status is Status.RUNTIME_ERROR and "late boom" in r.failure.reason
+    assert r.failure.case_id == "c" and r.failure.seed is not None
+    _still_works(worker)

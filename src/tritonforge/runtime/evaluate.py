@@ -135,7 +135,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             try:
                 st.verdict = _verify(reference.module, st.module, task, cases, builder, dev, snapshot)
             except BaseException as exc:  # noqa: BLE001
-                st.failure, broken = classify_exception(exc)
+                case_id, seed = getattr(exc, "tritonforge_where", (None, None))
+                st.failure, broken = classify_exception(exc, case_id=case_id, seed=seed)
                 if broken:
                     return _finish(task, _unverified(states, st, st.failure, True), device, []), True
 

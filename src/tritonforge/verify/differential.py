@@ -363,6 +363,12 @@ class _Verifier:
         if not self.options.catch_errors:
             for c in self.cheats.values():
                 exc.add_note(f"tritonforge verify, before the error: cheat {c.one_line()}")
+            # where it failed, for the caller's record (a crash with no case cannot be checked
+            # against the original's own run: apply_penalty, H100 session 8)
+            try:
+                exc.tritonforge_where = (case.id, seed)  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):   # pragma: no cover - an exception without a dict
+                pass
             raise exc
         self.failure = _classify(exc, case.id, seed)
 
