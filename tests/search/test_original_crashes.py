@@ -18,8 +18,10 @@ def _optimizer(original_crashes_on: set[str]):
 
     def evaluate(task, variants, *, purpose, case_ids, **kw):
         asked.append((purpose, case_ids, variants[1].source == ORIGINAL.source))
-        status = Status.CRASH if case_ids[0] in original_crashes_on else Status.OK
-        return SimpleNamespace(result=lambda name: _result(status, case_ids[0]))
+        # a verification stops at the first case that fails
+        bad = next((c for c in case_ids if c in original_crashes_on), None)
+        return SimpleNamespace(result=lambda name: _result(Status.CRASH, bad) if bad
+                               else _result(Status.OK))
 
     opt = Optimizer.__new__(Optimizer)
     opt.timer = SimpleNamespace(evaluate=evaluate)
@@ -34,7 +36,8 @@ def test_only_cases_the_original_also_crashes_on_are_found_unsafe():
     opt, asked = _optimizer({"perf-01"})
     unsafe = opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("t0", "perf-01", "perf-02"))
     assert unsafe == {"perf-01"}                       # perf-02's crash stays the candidate's
-    assert sorted(a[1] for a in asked) == [("perf-01",), ("perf-02",)]
+    # the twin first over the candidates' whole sequence (it stops at perf-01), then perf-02 alone
+    assert [a[1] for a in asked] == [("t0", "perf-01", "perf-02"), ("perf-02",)]
     assert all(purpose == "original-twice" and twin for purpose, _, twin in asked)
 
 
@@ -59,13 +62,14 @@ def test_a_case_where_the_reference_broke_the_context_is_unsafe_without_another_
 
     def evaluate(task, variants, *, purpose, case_ids, **kw):
         asked.append((purpose, case_ids, True))
-        return SimpleNamespace(result=lambda name: _result(twin_status.get(case_ids[0], Status.OK),
-                                                           case_ids[0]))
+        bad = next((c for c in case_ids if c in twin_status), None)
+        return SimpleNamespace(result=lambda name: _result(twin_status[bad], bad) if bad
+                               else _result(Status.OK))
 
     opt.timer = SimpleNamespace(evaluate=evaluate)
     unsafe = opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-01", "perf-03"))
     assert unsafe == {"perf-01", "perf-03"}
-    assert [a[1] for a in asked] == [("perf-03",)]     # perf-01 needed no second run
+    assert [a[1] for a in asked] == [("perf-01", "perf-03")]   # one sequence: perf-01 needed none
 
 
 def _mismatch(case_id, cheat=None):
@@ -90,16 +94,17 @@ def test_a_case_where_the_original_does_not_reproduce_itself_is_unsafe():
     fails = {"perf-02", "perf-03"}
 
     def evaluate(task, variants, *, purpose, case_ids, **kw):
-        asked.append(case_ids[0])
-        return SimpleNamespace(result=lambda name: _mismatch(case_ids[0]) if case_ids[0] in fails
-                               else _result(Status.OK))
+        asked.append(case_ids)
+        bad = next((c for c in case_ids if c in fails), None)
+        return SimpleNamespace(result=lambda name: _mismatch(bad) if bad else _result(Status.OK))
 
     opt = Optimizer.__new__(Optimizer)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     ids = ("perf-02", "perf-03", "perf-05", "perf-06")
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-02", "perf-03"}
-    # a no_launch cheat is about how the candidate computes: its case is not run again
-    assert sorted(asked) == ["perf-02", "perf-03", "perf-05"]
+    # the sequence stops at perf-02; the suspects after it run alone. A no_launch cheat is about
+    # how the candidate computes: its case (perf-06) is not run again
+    assert asked == [ids, ("perf-03",), ("perf-05",)]
     # the verdicts are remembered: a later round runs nothing again for the same cases
     asked.clear()
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-02", "perf-03"}
@@ -116,3 +121,36 @@ def test_blamed_cases_name_only_where_values_went_wrong():
     assert blamed_cases(_mismatch("perf-04")) == {"perf-04"}
     assert blamed_cases(_mismatch("perf-04", cheat="rerun")) == {"perf-04"}
     assert blamed_cases(_mismatch("perf-04", cheat="library_op")) == set()
+
+
+def test_the_twin_runs_the_candidates_sequence_first():
+    """attention_kernel_aligned (H100, session 8): the original fails perf-03 only after the cases
+    before it; alone it reproduces itself. The twin over the whole sequence finds it, and a case
+    the sequence passes is settled without another run."""
+    cands = [Candidate(f"x = {i}\n", "rules:t") for i in range(2)]
+    verified = {cands[0].hash: _mismatch("perf-03"), cands[1].hash: _mismatch("perf-04")}
+    asked = []
+
+    def evaluate(task, variants, *, purpose, case_ids, **kw):
+        asked.append(case_ids)
+        after_others = len(case_ids) > 1 and "perf-03" in case_ids
+        return SimpleNamespace(result=lambda name: _mismatch("perf-03") if after_others
+                               else _result(Status.OK))
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    ids = ("perf-00", "perf-03", "perf-04")
+    assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-03"}
+    assert asked == [ids, ("perf-04",)]        # perf-04 was after the sequence stopped
+
+
+def test_a_passing_sequence_settles_every_suspect():
+    cands = [Candidate("x = 1\n", "rules:t")]
+    verified = {cands[0].hash: _mismatch("perf-04")}
+    asked = []
+    opt = Optimizer.__new__(Optimizer)
+    opt.timer = SimpleNamespace(evaluate=lambda task, variants, *, purpose, case_ids, **kw:
+                                asked.append(case_ids) or SimpleNamespace(result=lambda n: _result(Status.OK)))
+    assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-04",)) == set()
+    assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-04",)) == set()
+    assert asked == [("perf-04",)]             # remembered: the second round runs nothing

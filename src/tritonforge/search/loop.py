@@ -180,6 +180,15 @@ def blamed_cases(result: VariantResult) -> set[str]:
     return out
 
 
+def _twin_blamed(result: VariantResult) -> set[str]:
+    """The cases where the original, run as its own candidate, failed: ``blamed_cases``, and the
+    case where its reference run broke the context (SKIPPED naming a case)."""
+    out = blamed_cases(result)
+    if result.status is Status.SKIPPED and result.failure is not None and result.failure.case_id:
+        out.add(result.failure.case_id)
+    return out
+
+
 class Optimizer(OutputStage):
     """Runs the loop for one task; ``evaluators`` are the verification pool, the first also times."""
 
@@ -257,9 +266,10 @@ class Optimizer(OutputStage):
         with no boundary checks, so the original reads and writes past its tensors; every
         candidate, num_stages changes included, then "differed" in NaNs on those cases (H100,
         session 7). The original run as its own candidate is the test: a case where it does not
-        reproduce itself has no reference result. Every other failure stays the candidate's,
-        and only the cases a failed candidate was blamed for are run again (at most
-        ``TWIN_CHECKS_PER_ROUND`` per round, each remembered for the rest of the search).
+        reproduce itself has no reference result. Every other failure stays the candidate's.
+        The twin runs only when a failed candidate blames a case: over the candidates' whole
+        sequence of cases first, then alone on each blamed case the sequence did not reach (at
+        most ``TWIN_CHECKS_PER_ROUND`` per round); each verdict is remembered for the search.
         """
         # SKIPPED with a case: the original itself broke the context there, before the candidate
         # was compared (fused_rotary_embedding, H100 session 5): that case cannot judge anything
@@ -272,17 +282,33 @@ class Optimizer(OutputStage):
             suspects |= blamed_cases(verified[c.hash])
         suspects = {x for x in suspects - unsafe if x in case_ids}
         unsafe |= {x for x in suspects if known.get(x)}
-        todo = sorted(x for x in suspects if x not in known)[:TWIN_CHECKS_PER_ROUND]
-        for cid in todo:
-            twin = Candidate(original.source, "original", description="the original, as a candidate")
-            evaluation = self.timer.evaluate(task, (_variant(original, "original"), _variant(twin, "candidate")),
-                                             purpose="original-twice", case_ids=(cid,), verify=True,
-                                             time=False, use_store=False)
-            known[cid] = evaluation.result("candidate").status in (
-                Status.CRASH, Status.SKIPPED, Status.MISMATCH, Status.CHEAT, Status.RUNTIME_ERROR)
+        todo = sorted(x for x in suspects if x not in known)
+        if not todo:
+            return unsafe
+        # First the twin over the candidates' whole sequence of cases: what memory an undefined
+        # original reads or clobbers depends on what ran before it (attention_kernel_aligned,
+        # H100 session 8: every candidate failed perf-03 after the cases before it, while the
+        # twin on perf-03 alone reproduced itself). Every case it fails on is unsafe.
+        seq = self._twin(task, original, case_ids)
+        for cid in _twin_blamed(seq) & set(case_ids):
+            known[cid] = True
+            unsafe.add(cid)
+        if seq.status is Status.OK:
+            known.update((cid, False) for cid in todo if cid not in known)
+        # then each suspect the sequence did not reach (it stops at a failure), alone
+        for cid in [x for x in todo if x not in known][:TWIN_CHECKS_PER_ROUND]:
+            known[cid] = bool(_twin_blamed(self._twin(task, original, (cid,))) & {cid})
             if known[cid]:
                 unsafe.add(cid)
         return unsafe
+
+    def _twin(self, task: Task, original: Candidate, case_ids: tuple[str, ...]) -> VariantResult:
+        """The original verified against itself, run exactly as a candidate is."""
+        twin = Candidate(original.source, "original", description="the original, as a candidate")
+        evaluation = self.timer.evaluate(task, (_variant(original, "original"), _variant(twin, "candidate")),
+                                         purpose="original-twice", case_ids=case_ids, verify=True,
+                                         time=False, use_store=False)
+        return evaluation.result("candidate")
 
     def _time(self, task: Task, incumbent: Candidate, cands: list[Candidate],
               case_ids: tuple[str, ...]) -> Evaluation:
