@@ -19,7 +19,7 @@ from typing import Any
 
 import libcst as cst
 
-from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
+from ..analyze import ConstexprKnob, KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
 from ..errors import TransformError
 from ._cst import (
     find_function,
@@ -62,19 +62,31 @@ def _direct_grid_ints(site: LaunchSite) -> list[int]:
             and isinstance(n.value, int) and not isinstance(n.value, bool)]
 
 
+def site_knob(analysis: SourceAnalysis, site: LaunchSite, name: str) -> ConstexprKnob | str:
+    """Constexpr ``name``'s knob at ``site``, or why no launch-side rewrite may set it: the kernel
+    has no such constexpr, or @triton.autotune / @triton.heuristics chooses it (shared by
+    ``constexpr_override`` and ``param_block_override``)."""
+    where = f"site {site.index} ({site.kernel})"
+    knob = site.knobs.constexpr(name) if site.knobs else None
+    if knob is None:
+        names = analysis.kernel(site.kernel).constexpr_names
+        return f"{where}: {site.kernel} has no constexpr {name!r} " \
+               f"(constexprs: {', '.join(names) or 'none'})"
+    if knob.origin is ValueOrigin.AUTOTUNE:
+        return f"{where}: {name} is chosen by @triton.autotune (widen the configs instead)"
+    if knob.origin is ValueOrigin.HEURISTICS:
+        return f"{where}: {name} is computed by @triton.heuristics"
+    return knob
+
+
 def plan_site(analysis: SourceAnalysis, site: LaunchSite, name: str, value: object,
               force: bool = False) -> _Plan | str:
     """How to set constexpr ``name`` to ``value`` at ``site``, or why it cannot be done."""
     kernel = analysis.kernel(site.kernel)
     where = f"site {site.index} ({site.kernel})"
-    knob = site.knobs.constexpr(name) if site.knobs else None
-    if knob is None:
-        return f"{where}: {site.kernel} has no constexpr {name!r} " \
-               f"(constexprs: {', '.join(kernel.constexpr_names) or 'none'})"
-    if knob.origin is ValueOrigin.AUTOTUNE:
-        return f"{where}: {name} is chosen by @triton.autotune (widen the configs instead)"
-    if knob.origin is ValueOrigin.HEURISTICS:
-        return f"{where}: {name} is computed by @triton.heuristics"
+    knob = site_knob(analysis, site, name)
+    if isinstance(knob, str):
+        return knob
     if not knob.tunable:
         if knob.origin is ValueOrigin.DEFAULT:
             return f"{where}: {name} is not passed at the launch and has no literal default"

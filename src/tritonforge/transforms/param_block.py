@@ -34,7 +34,7 @@ from ..model import content_hash
 from ._cst import find_function, int_node, replace, site_selection
 from ._grid import function_view
 from .base import Applicability, Transform, first_no, short
-from .constexpr import check_block_value
+from .constexpr import check_block_value, site_knob
 
 MARKER = "# tritonforge: tile size fixed here"
 
@@ -165,14 +165,9 @@ def plan_site(analysis: SourceAnalysis, site: LaunchSite, name: str, value: obje
     ``facts`` is the launching function's (None: not read, when the source is not at hand)."""
     kernel = analysis.kernel(site.kernel)
     where = f"site {site.index} ({site.kernel})"
-    knob = site.knobs.constexpr(name) if site.knobs else None
-    if knob is None:
-        return f"{where}: {site.kernel} has no constexpr {name!r} " \
-               f"(constexprs: {', '.join(kernel.constexpr_names) or 'none'})"
-    if knob.origin is ValueOrigin.AUTOTUNE:
-        return f"{where}: {name} is chosen by @triton.autotune (widen the configs instead)"
-    if knob.origin is ValueOrigin.HEURISTICS:
-        return f"{where}: {name} is computed by @triton.heuristics"
+    knob = site_knob(analysis, site, name)
+    if isinstance(knob, str):
+        return knob
     if knob.origin is not ValueOrigin.COMPUTED:
         if knob.tunable:
             return f"{where}: {name} is the literal `{short(knob.source)}` here, not a " \
