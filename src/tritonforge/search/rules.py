@@ -179,7 +179,7 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
         Move("persistent_grid", (), 0.2 + 0.3 * max(hints.get("balance_waves", 0),
                                                     hints.get("larger_blocks", 0),
                                                     hints.get("more_work_per_launch", 0)),
-             "persistent grid: one program per SM"),
+             "persistent grid: a few programs per SM"),
     ]
 
 

@@ -15,7 +15,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     offset_hints        tl.multiple_of / tl.max_contiguous on pid * BLOCK + arange offsets
     cache_hints         eviction_policy / cache_modifier on loads
     pid_swizzle         grouped program ordering for 2-D tiled kernels
-    persistent_grid     1-D grid over tiles -> one program per SM looping over tiles
+    persistent_grid     1-D grid over tiles -> a few programs per SM looping over tiles
     streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
 
 This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
