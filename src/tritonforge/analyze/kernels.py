@@ -222,6 +222,7 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
     tiled: dict[str, set[int]] = {}
     arange: set[str] = set()
     compared: set[str] = set()
+    compared_c: set[str] = set()        # constexprs, likewise
     unresolved = loads = stores = returns = 0
     uses_dot = uses_num_programs = False
     for stmt in fn.body:
@@ -230,6 +231,7 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
                 returns += 1
             elif isinstance(node, ast.Compare):
                 compared |= names_in(node) & reader.runtime
+                compared_c |= names_in(node) & reader.constexprs
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
                 # a tile index (a name or the call itself) times a constexpr: ``pid * BLOCK``;
                 # ``(b * H + h) * D`` is a flat index times a problem size, not a tiling
@@ -270,6 +272,7 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
             if name in ("range", "static_range", "cdiv") or plain == "range":
                 for a in node.args:
                     compared |= names_in(a) & reader.runtime
+                    compared_c |= names_in(a) & reader.constexprs
     guards = tuple(stmt.lineno for stmt in fn.body if _is_return_guard(stmt))
     has_return = returns > 0
     last = fn.body[-1]
@@ -306,6 +309,7 @@ def analyze_kernel(fn: ast.FunctionDef, text: SourceText, module_assigns: dict[s
                                sorted(tiled.items(), key=lambda kv: order.get(kv[0], 0))),
         arange_constexprs=srt(arange),
         compared_params=srt(compared),
+        compared_constexprs=srt(compared_c - arange),
         has_return=has_return,
         return_guards=guards,
         other_returns=returns - len(guards),

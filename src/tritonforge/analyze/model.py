@@ -176,6 +176,8 @@ class KernelInfo:
     tiled_constexprs: tuple[TiledConstexpr, ...] = ()
     arange_constexprs: tuple[str, ...] = ()  # constexprs used as a tl.arange bound (powers of 2)
     compared_params: tuple[str, ...] = ()   # runtime params compared or used as loop bounds
+    compared_constexprs: tuple[str, ...] = ()  # constexprs compared or used as loop bounds,
+                                               # not tl.arange bounds (a problem size: T, N)
     has_return: bool = False                # a ``return`` anywhere in the body
     return_guards: tuple[int, ...] = ()     # lines of ``if cond: return`` statements directly in
                                             # the body (a bare return, no else)

@@ -213,6 +213,23 @@ class RuleProposer:
             log.info("autotune config of %s left out: %s", kernel, d)
         return kept[:8]
 
+    def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes) -> list | None:
+        """Tile sizes past ``kernel``'s autotune range that may fit the device (None: let the
+        transform choose; [] : none fits, and only the key may change)."""
+        from ..transforms.autotune_widen import existing_specs
+        from ..transforms.configs import extend_block_range
+        from .prune import prune_specs
+
+        info = analysis.kernel(kernel)
+        specs = existing_specs(info)
+        if isinstance(specs, str):
+            return None
+        kept, dropped = prune_specs(source, kernel, extend_block_range(info, specs, 24),
+                                    limits, nbytes)
+        for d in dropped:
+            log.info("autotune config of %s left out: %s", kernel, d)
+        return kept[:16]
+
     def moves(self, source: str, diagnosis: Diagnosis | None) -> list[Move]:
         from ..analyze import analyze_source
 
@@ -222,6 +239,11 @@ class RuleProposer:
         pinned: set[tuple[str, str]] = set()
         for knobs in analysis.knobs:
             if knobs.autotuned:
+                # tile sizes past the listed range first: a hand-written list often covers one
+                # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
+                # 16-64 with key=[] on 32768-long rows); then launch options around the list
+                moves.append(Move("autotune_blocks", (("kernel", knobs.kernel),), 0.62,
+                                  f"extend the tile sizes of @triton.autotune of {knobs.kernel}"))
                 moves.append(Move("autotune_widen", (("kernel", knobs.kernel),), 0.5,
                                   f"widen @triton.autotune of {knobs.kernel}"))
                 continue
@@ -263,6 +285,10 @@ class RuleProposer:
                 configs = self._widen_configs(analysis, params["kernel"], source, limits, nbytes)
                 if configs == []:
                     continue
+                if configs is not None:
+                    params["configs"] = configs
+            if self.prune and move.transform == "autotune_blocks":
+                configs = self._block_configs(analysis, params["kernel"], source, limits, nbytes)
                 if configs is not None:
                     params["configs"] = configs
             if not transform.applies(analysis, **params):

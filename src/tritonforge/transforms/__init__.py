@@ -11,6 +11,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
                         the top of that function (BLOCK_M = 128); the grid follows
     autotune            @triton.autotune over block sizes and launch options; META grids
     autotune_widen      more configs on an existing @triton.autotune
+    autotune_blocks     tile sizes past an autotune's listed range; sizes the key omits
     loop_pipelining     range(...) loops with loads -> tl.range(..., num_stages=S)
     offset_hints        tl.multiple_of / tl.max_contiguous on pid * BLOCK + arange offsets
     cache_hints         eviction_policy / cache_modifier on loads
@@ -34,6 +35,7 @@ except ImportError:   # pragma: no cover - exercised on the GPU image only
         hint="pip install 'tritonforge[transforms]' (or: pip install libcst)") from None
 
 from .autotune import AutotuneInjection
+from .autotune_blocks import AutotuneBlocks
 from .autotune_widen import AutotuneWiden
 from .base import Applicability, Transform
 from .body import CacheHints, LoopPipelining, OffsetHints
@@ -51,6 +53,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     ParamBlockOverride(),
     AutotuneInjection(),
     AutotuneWiden(),
+    AutotuneBlocks(),
     LoopPipelining(),
     OffsetHints(),
     CacheHints(),

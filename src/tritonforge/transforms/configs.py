@@ -81,3 +81,97 @@ def widen(existing: Iterable[ConfigSpec], limit: int) -> list[ConfigSpec]:
             if 1 <= w <= 16 and 1 <= s <= 6 and spec not in have and spec not in new:
                 new.append(spec)
     return new[:limit]
+
+
+# Block sizes an extended range may reach: a 1-D block (one tuned size) up to 16384 elements, a
+# tile dimension beside others up to 256 (512 for a dimension the kernel loops over alone).
+MAX_1D_BLOCK = 16384
+MAX_TILE_DIM = 256
+
+
+def range_names(kernel: KernelInfo, specs: Iterable[ConfigSpec]) -> list[str]:
+    """The tuned constexprs whose range may be extended: tile sizes (``tl.arange`` bounds or
+    constexprs that multiply a program id or step a loop), not group or split counts, which
+    change how work is shared rather than how big a tile is."""
+    names: list[str] = []
+    for spec in specs:
+        for name, value in spec.kwargs:
+            if name in names or not isinstance(value, int) or isinstance(value, bool):
+                continue
+            upper = name.upper()
+            if "GROUP" in upper or "SPLIT" in upper:
+                continue
+            if name in kernel.arange_constexprs or name in kernel.block_constexprs:
+                names.append(name)
+    return names
+
+
+def extend_block_range(kernel: KernelInfo, existing: Iterable[ConfigSpec], limit: int,
+                       down_steps: int = 3, up_steps: int | None = None) -> list[ConfigSpec]:
+    """Configs whose tile sizes lie beyond the range the autotune list covers: for each tile
+    size, the smallest value /2, /4, /8 and the largest x2, x4, x8 (``steps`` each way), taken
+    from the config that holds that extreme, with its num_warps and with num_warps scaled the
+    same way (more threads for a bigger tile). A hand-written list often spans a narrow range
+    that suits one size only: max_kernel's BLOCK_M in {8, 16, 32} holds 8 rows of 16384 in
+    registers when its input has one row; chunk_global_cumsum's BT in {16, 32, 64} walks a
+    32768-long row 64 elements at a time. Only power-of-two values, within the kernel's rules
+    (``check_block_value``: tl.dot tiles of at least 16), none already there; nearest steps
+    first, alternating down and up, at most ``limit``."""
+    have = list(existing)
+    names = range_names(kernel, have)
+    if not names:
+        return []
+    # a tile beside other tile sizes (set by configs, heuristics or the launch) multiplies them
+    tiled = len(names) > 1 or kernel.uses_dot or \
+        any(a not in names for a in kernel.arange_constexprs)
+    cap = MAX_TILE_DIM if tiled else MAX_1D_BLOCK
+    if up_steps is None:
+        up_steps = 3 if tiled else 5
+    per_name: list[list[ConfigSpec]] = []
+    for name in names:
+        with_name = [c for c in have if isinstance(c.value(name), int)]
+        lo = min(with_name, key=lambda c: c.value(name))
+        hi = max(with_name, key=lambda c: c.value(name))
+        options: list[ConfigSpec] = []
+        for step in range(1, max(down_steps, up_steps) + 1):
+            ways = ((lo, 0.5 ** step),) * (step <= down_steps) + \
+                ((hi, 2 ** step),) * (step <= up_steps)
+            for base, factor in ways:
+                v0 = base.value(name)
+                new = int(v0 * factor)
+                if v0 & (v0 - 1) or new < 1 or new > cap or new == v0:
+                    continue
+                if not _ok_block(kernel, name, new):
+                    continue
+                kw = tuple((n, new if n == name else v) for n, v in base.kwargs)
+                scaled = base.num_warps * 2 ** step if factor > 1 \
+                    else max(base.num_warps // 2 ** step, 1)
+                if kernel.uses_dot:
+                    scaled = max(scaled, 4)     # a warpgroup MMA needs 4 warps
+                for w in dict.fromkeys((base.num_warps, min(scaled, 16))):
+                    spec = ConfigSpec(kw, w, base.num_stages)
+                    if spec not in have and spec not in options:
+                        options.append(spec)
+        per_name.append(options)
+    out: list[ConfigSpec] = []
+    for i in range(max((len(o) for o in per_name), default=0)):   # round-robin over the names
+        for options in per_name:
+            if i < len(options) and options[i] not in out:
+                out.append(options[i])
+    return out[:limit]
+
+
+def missing_key_names(kernel: KernelInfo) -> list[str]:
+    """Sizes the autotune ``key`` leaves out, so that a config tuned for one size is reused on
+    every other: parameters, constexprs too, that the body compares or uses as loop bounds
+    (``offs < N``, ``range(tl.cdiv(T, BT))``), less tile sizes, which no config or heuristic
+    sets. ``key=[]`` tunes once per process, on whichever size comes first."""
+    at = kernel.autotune
+    if at is None:
+        return []
+    # a tensor in the key would be hashed by identity: a new tuning on every call
+    skip = set(at.key) | set(at.tuned_names) | set(kernel.heuristics) | \
+        set(kernel.pointer_params)
+    names = [p.name for p in kernel.params
+             if p.name in kernel.compared_params or p.name in kernel.compared_constexprs]
+    return [n for n in names if n not in skip]
