@@ -55,12 +55,15 @@ def test_range_goes_below_and_above_the_list_nearest_first():
     new = extend_block_range(k, specs, limit=64)
     values = [c.value("BLOCK_M") for c in new]
     # BLOCK_N is a tile size beside BLOCK_M: a tiled kernel steps 3 ways each way, capped at 256
-    assert values[:4] == [4, 4, 32, 32]
-    assert sorted(set(values)) == [1, 2, 4, 32, 64, 128]
+    assert values == [4, 32, 2, 64, 1, 128]
     assert all(c not in specs for c in new)
-    # the smaller tile keeps its warps and also tries fewer; the larger one tries more
-    assert {c.num_warps for c in new if c.value("BLOCK_M") == 4} == {8, 4}
-    assert {c.num_warps for c in new if c.value("BLOCK_M") == 32} == {8, 16}
+    # a smaller tile keeps its warps; a larger one gets more, as many per element as before
+    assert [c.num_warps for c in new] == [8, 16, 8, 16, 8, 16]
+    assert [c.value("BLOCK_M") for c in extend_block_range(k, specs, 64, down_steps=0)] == \
+        [32, 64, 128]
+    assert [c.value("BLOCK_M") for c in extend_block_range(k, specs, 64, up_steps=0)] == \
+        [4, 2, 1]
+    assert len(extend_block_range(k, specs, limit=3)) == 3
 
 
 def test_a_1d_block_grows_further_and_a_dot_tile_stays_at_16_or_more():
@@ -76,6 +79,14 @@ def test_a_1d_block_grows_further_and_a_dot_tile_stays_at_16_or_more():
     assert new and all(min(v for _, v in c.kwargs) >= 16 and c.num_warps >= 4 for c in new)
 
 
+def test_a_tile_beside_one_a_heuristic_sizes_grows_one_step_only():
+    src = ROWS_MAX.replace("@triton.jit", '@triton.heuristics({"BLOCK_N": lambda a: 16})\n@triton.jit', 1)
+    src = src.replace("N=N, BLOCK_N=16)", "N=N)")
+    k = _kernel(src, "rows_max_kernel")
+    specs = [ConfigSpec((("BLOCK_M", 8),), 8, 3), ConfigSpec((("BLOCK_M", 16),), 8, 3)]
+    assert [c.value("BLOCK_M") for c in extend_block_range(k, specs, 64)] == [4, 32, 2, 1]
+
+
 def test_missing_key_names_are_the_sizes_the_body_depends_on():
     assert missing_key_names(_kernel(ROWS_MAX, "rows_max_kernel")) == ["M", "N"]
     assert missing_key_names(_kernel(S.AUTOTUNED, "double_kernel")) == []
@@ -85,6 +96,7 @@ def test_apply_appends_configs_and_completes_the_key():
     out = B.apply(ROWS_MAX, max_new=4)
     assert "    key=['M', 'N'],\n" in out or '    key=["M", "N"],\n' in out
     assert "triton.Config({'BLOCK_M': 4}, num_warps=8, num_stages=3)," in out
+    assert "triton.Config({'BLOCK_M': 32}, num_warps=16, num_stages=3)," in out
     assert out.count("triton.Config(") == 2 + 4
     # the list keeps its own lines and comments
     assert '        triton.Config({"BLOCK_M": 16}, num_warps=8),\n' in out

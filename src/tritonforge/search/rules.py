@@ -28,6 +28,12 @@ MAX_1D_BLOCK = 16384
 MAX_TILE = 256
 
 
+# Hints that say a tile should grow (more work, wider accesses per program) or shrink (fewer
+# registers, more programs): they choose which way an autotune's tile range is extended.
+GROW_HINTS = ("larger_blocks", "more_work_per_launch", "vectorize_accesses")
+SHRINK_HINTS = ("reduce_registers", "avoid_spills", "more_programs")
+
+
 @dataclass(frozen=True)
 class Move:
     transform: str
@@ -213,9 +219,13 @@ class RuleProposer:
             log.info("autotune config of %s left out: %s", kernel, d)
         return kept[:8]
 
-    def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes) -> list | None:
+    def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes,
+                       hints: dict[str, float]) -> list | None:
         """Tile sizes past ``kernel``'s autotune range that may fit the device (None: let the
-        transform choose; [] : none fits, and only the key may change)."""
+        transform choose; [] : none fits, and only the key may change). The diagnosis picks
+        the direction: each config costs the autotuner a compile and a benchmark per key value
+        (22 configs over 14 values of a constexpr key held a final check for minutes, H100), so
+        a kernel told to shrink its tiles does not also try growing them, and the reverse."""
         from ..transforms.autotune_widen import existing_specs
         from ..transforms.configs import extend_block_range
         from .prune import prune_specs
@@ -224,11 +234,15 @@ class RuleProposer:
         specs = existing_specs(info)
         if isinstance(specs, str):
             return None
-        kept, dropped = prune_specs(source, kernel, extend_block_range(info, specs, 24),
+        grow = any(hints.get(h, 0) > 0 for h in GROW_HINTS)
+        shrink = any(hints.get(h, 0) > 0 for h in SHRINK_HINTS)
+        steps = {"down_steps": 0} if grow and not shrink else \
+            {"up_steps": 0} if shrink and not grow else {}
+        kept, dropped = prune_specs(source, kernel, extend_block_range(info, specs, 16, **steps),
                                     limits, nbytes)
         for d in dropped:
             log.info("autotune config of %s left out: %s", kernel, d)
-        return kept[:16]
+        return kept[:8]
 
     def moves(self, source: str, diagnosis: Diagnosis | None) -> list[Move]:
         from ..analyze import analyze_source
@@ -288,7 +302,8 @@ class RuleProposer:
                 if configs is not None:
                     params["configs"] = configs
             if self.prune and move.transform == "autotune_blocks":
-                configs = self._block_configs(analysis, params["kernel"], source, limits, nbytes)
+                configs = self._block_configs(analysis, params["kernel"], source, limits, nbytes,
+                                              _hint_weights(context.diagnosis))
                 if configs is not None:
                     params["configs"] = configs
             if not transform.applies(analysis, **params):

@@ -73,7 +73,7 @@ class AutotuneBlocks(Transform):
         return plans, reasons
 
     def _applies(self, analysis: SourceAnalysis, kernel: str | None = None, configs=None,
-                 max_new: int = 16, key: bool = True, **_: Any) -> Applicability:
+                 max_new: int = 8, key: bool = True, **_: Any) -> Applicability:
         plans, reasons = self._plans(analysis, kernel, configs, max_new, key)
         if not plans:
             return first_no(reasons, "autotuned kernel with a literal config list")
@@ -82,7 +82,7 @@ class AutotuneBlocks(Transform):
              for k, new, names in plans], "; ".join(reasons))
 
     def _apply(self, source: str, analysis: SourceAnalysis, kernel: str | None = None,
-               configs=None, max_new: int = 16, key: bool = True, **_: Any) -> str:
+               configs=None, max_new: int = 8, key: bool = True, **_: Any) -> str:
         plans, _ = self._plans(analysis, kernel, configs, max_new, key)
         module = cst.parse_module(source)
         edits = {}
