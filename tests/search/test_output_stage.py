@@ -87,3 +87,27 @@ def test_a_search_vetoed_config_is_checked_and_joined_before_the_chain():
     opt, calls, joined = _optimizer(finals, dispatch=_decision(JOINED, True, 1.15))
     final, out = opt._output(None, ORIGINAL, [A], [], [(1.16, 0, S)], 1.03, [])
     assert out is joined and calls == [("final", "S"), ("dispatch", "S")]
+
+
+def test_runners_up_are_checked_when_every_winner_fails():
+    """The round's winner fails its fresh-process check; a rival the search also accepted (with a
+    lower bound past the threshold) gets its own, the likeliest first, at most two."""
+    C = Candidate("x = 4\n", "rules:t", description="C")
+    D = Candidate("x = 5\n", "rules:t", description="D")
+    finals = {B.hash: _decision(B, False, 0.97, worst=2.3), A.hash: _decision(A, False, 1.01),
+              C.hash: _decision(C, True, 1.1), D.hash: _decision(D, True, 1.2)}
+    opt, calls, _ = _optimizer(finals)
+    runners = [(1.10, 0, C), (1.14, -1, A), (1.05, -2, D)]
+    final, out = opt._output(None, ORIGINAL, [B], [], [], 1.14, [], runners=runners)
+    assert calls == [("final", "B"), ("final", "A"), ("final", "C")]
+    assert out is C and final.accepted
+    # none passes: the original stays, and no more than two runners-up were checked
+    finals[C.hash] = _decision(C, False, 1.0)
+    opt, calls, _ = _optimizer(finals)
+    final, out = opt._output(None, ORIGINAL, [B], [], [], 1.14, [], runners=runners)
+    assert out is ORIGINAL and calls == [("final", "B"), ("final", "A"), ("final", "C")]
+    # a winner that passes leaves the runners-up unchecked
+    finals[B.hash] = _decision(B, True, 1.3)
+    opt, calls, _ = _optimizer(finals)
+    final, out = opt._output(None, ORIGINAL, [B], [], [], 1.14, [], runners=runners)
+    assert out is B and calls == [("final", "B")]

@@ -232,3 +232,53 @@ def test_spills_put_more_warps_first():
     assert more["num_warps 4 -> 16 at launch 0"] > more["num_warps 4 -> 2 at launch 0"]
     plain = {m.description: m.score for m in RuleProposer().moves(EXAMPLE.read_text(), None)}
     assert more["num_warps 4 -> 8 at launch 0"] > plain["num_warps 4 -> 8 at launch 0"]
+
+
+AUTOTUNED_ROWS = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_M": 8}, num_warps=8),
+                          triton.Config({"BLOCK_M": 16}, num_warps=8)], key=["M"])
+@triton.jit
+def rows_max_kernel(x_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=-float("inf"))
+    tl.store(out_ptr + rows, tl.max(x, axis=1), mask=rows < M)
+
+
+def rows_max(x):
+    M, N = x.shape
+    out = torch.empty(M, dtype=x.dtype, device=x.device)
+    rows_max_kernel[lambda META: (triton.cdiv(M, META["BLOCK_M"]),)](x, out, M, N, BLOCK_N=64)
+    return out
+'''
+
+
+def _block_values(diagnosis):
+    import re
+
+    task = task_from_file(EXAMPLE)
+    ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
+                          HardwareInfo("cpu", True), diagnosis=diagnosis, budget=8)
+    cand = next(c for c in RuleProposer().propose(ctx) if c.origin == "rules:autotune_blocks")
+    return sorted({int(v) for v in re.findall(r"'BLOCK_M': (\d+)", cand.source)} - {8, 16})
+
+
+def test_an_autotune_range_is_extended_the_way_the_diagnosis_points():
+    """Each extra config costs the autotuner a compile and a benchmark per key value: told to
+    shrink (spills), only smaller tiles are added; told to grow, only larger; else both."""
+    from tritonforge.model import Bound, Diagnosis, Hint
+
+    spills = Diagnosis(Bound.LATENCY, "register spills",
+                       hints=(Hint("avoid_spills", "", ("num_warps",), 0.9),))
+    narrow = Diagnosis(Bound.LATENCY, "narrow accesses",
+                       hints=(Hint("vectorize_accesses", "", (), 0.8),))
+    assert _block_values(spills) == [1, 2, 4]
+    assert _block_values(narrow) == [32, 64, 128]
+    assert _block_values(None) == [1, 2, 4, 32, 64, 128]
+    moves = [m.transform for m in RuleProposer().moves(AUTOTUNED_ROWS, None)]
+    assert moves.index("autotune_blocks") < moves.index("autotune_widen")

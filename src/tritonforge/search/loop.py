@@ -377,6 +377,7 @@ class Optimizer(OutputStage):
         chain: list[Candidate] = []          # every accepted incumbent, oldest first
         ranked: list[tuple[float, int, Candidate]] = []   # (est. speedup over original, order, cand)
         split: list[tuple[float, int, Candidate]] = []    # faster overall, vetoed by one size
+        runners: list[tuple[float, int, Candidate]] = []  # accepted, beaten in their round
         factor = 1.0                         # the incumbent's speedup over the original
         stale, round_, stop = 0, 0, "max rounds reached"
         last_round_s = 0.0
@@ -437,6 +438,7 @@ class Optimizer(OutputStage):
                     history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
             good += self._repair_failed(task, original, cands, verified, verify_ids, ctx, history)
             best: tuple[Decision, Candidate] | None = None
+            clean: list[tuple[float, Decision, Candidate]] = []   # accepted this round
             if good:
                 timing = self._time(task, incumbent, good, search_ids)
                 inc = timing.result("incumbent")
@@ -452,10 +454,15 @@ class Optimizer(OutputStage):
                         ranked.append((est if not self.interpreted else 1.0, -len(ranked), c))
                     if self._split_worthy(decision):
                         split.append((est, -len(split), c))
+                    if decision.accepted:
+                        clean.append((est, decision, c))
                     if decision.accepted and (best is None or self.interpreted is False and
                                               decision.speedup > best[0].speedup):
                         best = (decision, c)
             last_round_s = busy_s(round_start, round_blocked0)
+            runners += [(est, -len(runners) - i, c) for i, (est, d, c) in enumerate(clean)
+                        if best is not None and c is not best[1]
+                        and d.speedup_low >= self.settings.min_speedup]
             if best is not None:
                 incumbent, stale = best[1], 0
                 chain.append(incumbent)
@@ -470,7 +477,8 @@ class Optimizer(OutputStage):
                 if stale >= patience:
                     stop = f"no gain for {stale} rounds"
                     break
-        final, best_c = self._output(task, original, chain, ranked, split, factor, notes)
+        final, best_c = self._output(task, original, chain, ranked, split, factor, notes,
+                                     runners=runners)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0)

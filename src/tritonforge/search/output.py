@@ -19,6 +19,7 @@ from ..runtime.service import final_check_plan
 from .arbiter import judge
 
 PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
+MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
 
 
 def _variant(c: Candidate, name: str) -> Variant:
@@ -29,11 +30,43 @@ class OutputStage:
     """The output-stage methods of ``loop.Optimizer`` (see the module docstring)."""
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
-                split: list, factor: float, notes: list[str]) -> tuple[Decision | None, Candidate]:
+                split: list, factor: float, notes: list[str], runners: list = ()
+                ) -> tuple[Decision | None, Candidate]:
         """What the run writes: the final check (a fresh process, every case) of the accepted
         chain's best, then of earlier ones; or, with emit auto, a size dispatch or an autotune
-        where a config is faster overall but slower on some size; or the autotune asked for.
-        Returns the deciding final check (None when nothing was checked) and the output."""
+        where a config is faster overall but slower on some size; or the autotune asked for;
+        and when none of those holds up, the runners-up (``_runners_up``). Returns the deciding
+        final check (None when nothing was checked) and the output."""
+        final, best_c = self._output_chain(task, original, chain, ranked, split, factor, notes)
+        if best_c is original and runners:
+            final, best_c = self._runners_up(task, original, chain, runners, final, notes)
+        return final, best_c
+
+    def _runners_up(self, task: Task, original: Candidate, chain: list[Candidate], runners: list,
+                    final: Decision | None, notes: list[str]) -> tuple[Decision | None, Candidate]:
+        """The final check of the best ``MAX_RUNNERS_UP`` candidates the search accepted with a
+        lower bound past the success threshold but that another beat in their round: the round's
+        winner can fail the fresh-process check where a plainer rival would pass
+        (bmm_chunk_bwd, H100: a widened autotune won at 1.142x and lost perf-03 to its own
+        tuning noise; loop pipelining, 1.110x in the same round, was never checked)."""
+        checked = {c.hash for c in chain}
+        for _, _, cand in sorted(runners, key=lambda r: (r[0], r[1]), reverse=True):
+            if cand.hash in checked:
+                continue
+            checked.add(cand.hash)
+            if len(checked) - len({c.hash for c in chain}) > MAX_RUNNERS_UP:
+                break
+            check = self._final(task, original, cand)
+            if check.accepted:
+                notes.append(f"runner-up {cand.description!r} passed the final check")
+                return check, cand
+            notes.append(f"final check rejected runner-up {cand.description!r}: {check.reason}")
+        return final, original
+
+    def _output_chain(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
+                      split: list, factor: float, notes: list[str]
+                      ) -> tuple[Decision | None, Candidate]:
+        """``_output`` but for the runners-up."""
         final, best_c = None, original
         tried_split = False
         top_est, _, top = max(split, key=lambda r: (r[0], r[1])) if split else (0.0, 0, original)
