@@ -282,3 +282,52 @@ def test_an_autotune_range_is_extended_the_way_the_diagnosis_points():
     assert _block_values(None) == [1, 2, 4, 32, 64, 128]
     moves = [m.transform for m in RuleProposer().moves(AUTOTUNED_ROWS, None)]
     assert moves.index("autotune_blocks") < moves.index("autotune_widen")
+
+
+TWO_KERNELS = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def neg_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def abs_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.abs(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
+def neg(x):
+    out = torch.empty_like(x)
+    neg_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    return out
+
+
+def absolute(x):
+    out = torch.empty_like(x)
+    abs_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    return out
+'''
+
+
+def test_sites_of_kernels_the_profile_never_saw_are_ranked_down_not_dropped():
+    from tritonforge.model import KernelProfile, Profile
+    from tritonforge.search.rules import profiled_kernels
+
+    plain = RuleProposer().moves(TWO_KERNELS, None)
+    assert {dict(m.params).get("site") for m in plain[:4]} == {0, 1}     # both sites lead
+    hot = profiled_kernels(Profile("t", "perf-0", "ncu", (KernelProfile("abs_kernel", ()),)))
+    assert hot == {"abs_kernel"}
+    ranked = RuleProposer().moves(TWO_KERNELS, None, hot)
+    sites = [dict(m.params).get("site") for m in ranked if "site" in dict(m.params)]
+    first_cold = sites.index(0)
+    assert first_cold > 0 and set(sites[:first_cold]) == {1}
+    assert 0 in sites                                               # still there, further down
+    assert len(ranked) == len(plain)
+    # without an ncu profile nothing is known about which kernels run
+    assert profiled_kernels(Profile("t", "perf-0", "timing-only")) == frozenset()
+    assert profiled_kernels(None) == frozenset()

@@ -15,7 +15,7 @@ a candidate is dropped before any compile, its slot goes to the next move, and t
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import Candidate, Diagnosis, ProposalContext, RepairRequest
@@ -32,6 +32,18 @@ MAX_TILE = 256
 # registers, more programs): they choose which way an autotune's tile range is extended.
 GROW_HINTS = ("larger_blocks", "more_work_per_launch", "vectorize_accesses")
 SHRINK_HINTS = ("reduce_registers", "avoid_spills", "more_programs")
+
+
+# How far a launch site of a kernel the profiled case never launched falls in the ranking: below
+# the body moves (0.2-0.4) of the kernels that ran, unless nothing else is left.
+COLD_SITE_PENALTY = 0.4
+
+
+def profiled_kernels(profile: Any) -> frozenset[str]:
+    """Names of the kernels Nsight Compute saw launched (empty without an ncu profile)."""
+    if profile is None or getattr(profile, "source", "") != "ncu":
+        return frozenset()
+    return frozenset(k.kernel for k in profile.kernels)
 
 
 @dataclass(frozen=True)
@@ -244,7 +256,13 @@ class RuleProposer:
             log.info("autotune config of %s left out: %s", kernel, d)
         return kept[:8]
 
-    def moves(self, source: str, diagnosis: Diagnosis | None) -> list[Move]:
+    def moves(self, source: str, diagnosis: Diagnosis | None,
+              profiled: frozenset[str] = frozenset()) -> list[Move]:
+        """Every move, best first. ``profiled``: the kernels Nsight Compute saw launched on the
+        profiled performance case; a launch site of any other kernel is ranked down
+        (``COLD_SITE_PENALTY``), not dropped, since other cases may launch it (max_reduction's
+        file has three kernels and its perf script times one: five of six candidates moved the
+        other two, H100 session 9)."""
         from ..analyze import analyze_source
 
         analysis = analyze_source(source)
@@ -252,25 +270,34 @@ class RuleProposer:
         moves: list[Move] = []
         pinned: set[tuple[str, str]] = set()
         for knobs in analysis.knobs:
-            if knobs.autotuned:
-                # tile sizes past the listed range first: a hand-written list often covers one
-                # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
-                # 16-64 with key=[] on 32768-long rows); then launch options around the list
-                moves.append(Move("autotune_blocks", (("kernel", knobs.kernel),), 0.62,
-                                  f"extend the tile sizes of @triton.autotune of {knobs.kernel}"))
-                moves.append(Move("autotune_widen", (("kernel", knobs.kernel),), 0.5,
-                                  f"widen @triton.autotune of {knobs.kernel}"))
-                continue
-            moves += _block_moves(knobs, hints)
-            moves += _param_block_moves(knobs, analysis.site(knobs.site).function, hints, pinned)
-            known = analysis.has_kernel(knobs.kernel)
-            dot = known and analysis.kernel(knobs.kernel).uses_dot
-            moves += _launch_moves(knobs, hints, uses_dot=dot,
-                                   pipelined=not known or _may_pipeline(analysis, knobs.kernel))
+            start = len(moves)
+            self._site_moves(analysis, knobs, hints, pinned, moves)
+            if profiled and knobs.kernel not in profiled:
+                moves[start:] = [replace(m, score=m.score - COLD_SITE_PENALTY)
+                                 for m in moves[start:]]
         moves += _body_moves(hints)
         if "near_roofline" in hints:
             moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
         return sorted(moves, key=lambda m: -m.score)
+
+    def _site_moves(self, analysis, knobs, hints: dict[str, float], pinned: set[tuple[str, str]],
+                    moves: list[Move]) -> None:
+        """The moves of one launch site, appended to ``moves``."""
+        if knobs.autotuned:
+            # tile sizes past the listed range first: a hand-written list often covers one
+            # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
+            # 16-64 with key=[] on 32768-long rows); then launch options around the list
+            moves.append(Move("autotune_blocks", (("kernel", knobs.kernel),), 0.62,
+                              f"extend the tile sizes of @triton.autotune of {knobs.kernel}"))
+            moves.append(Move("autotune_widen", (("kernel", knobs.kernel),), 0.5,
+                              f"widen @triton.autotune of {knobs.kernel}"))
+            return
+        moves += _block_moves(knobs, hints)
+        moves += _param_block_moves(knobs, analysis.site(knobs.site).function, hints, pinned)
+        known = analysis.has_kernel(knobs.kernel)
+        dot = known and analysis.kernel(knobs.kernel).uses_dot
+        moves += _launch_moves(knobs, hints, uses_dot=dot,
+                               pipelined=not known or _may_pipeline(analysis, knobs.kernel))
 
     def propose(self, context: ProposalContext) -> list[Candidate]:
         from ..analyze import analyze_source
@@ -287,7 +314,7 @@ class RuleProposer:
         parent_over = over_keys(check_source(source, limits, nbytes)) if self.prune else set()
         out: list[Candidate] = []
         per_knob: dict[tuple[str, str], int] = {}
-        for move in self.moves(source, context.diagnosis):
+        for move in self.moves(source, context.diagnosis, profiled_kernels(context.profile)):
             if len(out) >= context.budget:
                 break
             knob = (move.transform, str(move.params[0][1]) if move.params else "")
