@@ -91,7 +91,8 @@ def test_a_search_vetoed_config_is_checked_and_joined_before_the_chain():
 
 def test_runners_up_are_checked_when_every_winner_fails():
     """The round's winner fails its fresh-process check; a rival the search also accepted (with a
-    lower bound past the threshold) gets its own, the likeliest first, at most two."""
+    lower bound past the threshold) gets its own, the likeliest first, at most two; a rival of
+    another kind than the failed winner before one of the same kind."""
     C = Candidate("x = 4\n", "rules:t", description="C")
     D = Candidate("x = 5\n", "rules:t", description="D")
     finals = {B.hash: _decision(B, False, 0.97, worst=2.3), A.hash: _decision(A, False, 1.01),
@@ -111,3 +112,19 @@ def test_runners_up_are_checked_when_every_winner_fails():
     opt, calls, _ = _optimizer(finals)
     final, out = opt._output(None, ORIGINAL, [B], [], [], 1.14, [], runners=runners)
     assert out is B and calls == [("final", "B")]
+
+
+def test_a_runner_up_of_another_kind_than_the_failed_winner_goes_first():
+    W = Candidate("x = 6\n", "rules:autotune_widen", description="W")
+    X = Candidate("x = 7\n", "rules:autotune_blocks", description="X")
+    P = Candidate("x = 8\n", "rules:loop_pipelining", description="P")
+    finals = {W.hash: _decision(W, False, 0.97, worst=2.3), X.hash: _decision(X, False, 0.98),
+              P.hash: _decision(P, True, 1.1)}
+    opt, calls, _ = _optimizer(finals)
+    W2 = Candidate("x = 9\n", "rules:autotune_widen", description="W2")
+    finals[W2.hash] = _decision(W2, False, 0.9)
+    runners = [(1.141, 0, X), (1.14, -1, W2), (1.110, -2, P)]
+    final, out = opt._output(None, ORIGINAL, [W], [], [], 1.142, [], runners=runners)
+    # X and W2 change the autotune configs as the failed winner did: P goes first
+    assert calls == [("final", "W"), ("final", "P")]
+    assert out is P

@@ -22,6 +22,13 @@ PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases togeth
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
 
 
+def _kind(origin: str) -> str:
+    """A candidate's family: the first word of the transform that made it (``rules:autotune_widen``
+    and ``rules:autotune_blocks`` are both autotune changes; ``llm:...`` the model's)."""
+    proposer, _, transform = origin.partition(":")
+    return f"{proposer}:{transform.split('_')[0]}"
+
+
 def _variant(c: Candidate, name: str) -> Variant:
     return Variant(name, c.source, c.hash)
 
@@ -48,9 +55,15 @@ class OutputStage:
         lower bound past the success threshold but that another beat in their round: the round's
         winner can fail the fresh-process check where a plainer rival would pass
         (bmm_chunk_bwd, H100: a widened autotune won at 1.142x and lost perf-03 to its own
-        tuning noise; loop pipelining, 1.110x in the same round, was never checked)."""
+        tuning noise; loop pipelining, 1.110x in the same round, was never checked). A rival
+        made by another transform than the failed winners goes first: one of the same kind
+        tends to fail the same way (the widened and the extended autotune of bmm_chunk_bwd, both
+        1.14x in the search, both tuned on its small cases)."""
         checked = {c.hash for c in chain}
-        for _, _, cand in sorted(runners, key=lambda r: (r[0], r[1]), reverse=True):
+        failed_kinds = {_kind(c.origin) for c in chain}
+        order = sorted(runners, key=lambda r: (_kind(r[2].origin) not in failed_kinds, r[0], r[1]),
+                       reverse=True)
+        for _, _, cand in order:
             if cand.hash in checked:
                 continue
             checked.add(cand.hash)
