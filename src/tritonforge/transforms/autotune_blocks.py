@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..analyze import KernelInfo, SourceAnalysis
 from ._cst import find_kernel, replace, set_keyword
-from .autotune_widen import _list_node, append_elements, existing_specs
+from .autotune_widen import append_elements, autotuned_kernels, config_list_node
 from .base import Applicability, Transform, first_no
 from .configs import ConfigSpec, extend_block_range, missing_key_names
 from .launch_params import autotune_decorator
@@ -51,14 +51,9 @@ class AutotuneBlocks(Transform):
 
     def _plans(self, analysis: SourceAnalysis, kernel: str | None, configs, max_new: int,
                key: bool) -> tuple[list[tuple[KernelInfo, list[ConfigSpec], list[str]]], list[str]]:
-        plans, reasons = [], []
-        for k in analysis.kernels:
-            if kernel is not None and k.name != kernel or kernel is None and k.autotune is None:
-                continue
-            specs = existing_specs(k)
-            if isinstance(specs, str):
-                reasons.append(specs)
-                continue
+        plans = []
+        tuned, reasons = autotuned_kernels(analysis, kernel)
+        for k, specs in tuned:
             if configs is not None:
                 new = [c for c in configs if c not in specs]
             else:
@@ -87,7 +82,7 @@ class AutotuneBlocks(Transform):
         module = cst.parse_module(source)
         edits = {}
         for k, new, names in plans:
-            node = _list_node(module, k)
+            node = config_list_node(module, k)
             if new and node is not None and id(node) not in edits:
                 texts = [c.render() for c in new]
                 edits[id(node)] = lambda n, t=texts: append_elements(n, t)

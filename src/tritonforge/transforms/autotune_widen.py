@@ -34,7 +34,25 @@ def existing_specs(kernel: KernelInfo) -> list[ConfigSpec] | str:
     return specs
 
 
-def _list_node(module: cst.Module, kernel: KernelInfo) -> cst.List | None:
+def autotuned_kernels(analysis: SourceAnalysis, kernel: str | None
+                      ) -> tuple[list[tuple[KernelInfo, list[ConfigSpec]]], list[str]]:
+    """The kernels a transform of autotune lists may touch (``kernel``, or every autotuned
+    one) with their configs as specs, and why each other candidate kernel cannot be."""
+    found, reasons = [], []
+    for k in analysis.kernels:
+        if kernel is not None and k.name != kernel or kernel is None and k.autotune is None:
+            continue
+        specs = existing_specs(k)
+        if isinstance(specs, str):
+            reasons.append(specs)
+        else:
+            found.append((k, specs))
+    return found, reasons
+
+
+def config_list_node(module: cst.Module, kernel: KernelInfo) -> cst.List | None:
+    """The list literal of ``kernel``'s autotune configs (in its decorator or a module-level
+    list it names; the left side of ``[...] + more``), or None."""
     target = module_configs_target(module, kernel)
     if isinstance(target, cst.Call):       # the decorator itself
         dec = target
@@ -74,14 +92,9 @@ class AutotuneWiden(Transform):
 
     def _plans(self, analysis: SourceAnalysis, kernel: str | None, configs, max_new: int
                ) -> tuple[list[tuple[KernelInfo, list[ConfigSpec]]], list[str]]:
-        plans, reasons = [], []
-        for k in analysis.kernels:
-            if kernel is not None and k.name != kernel or kernel is None and k.autotune is None:
-                continue
-            specs = existing_specs(k)
-            if isinstance(specs, str):
-                reasons.append(specs)
-                continue
+        plans = []
+        tuned, reasons = autotuned_kernels(analysis, kernel)
+        for k, specs in tuned:
             if configs:
                 names = {n for n, _ in specs[0].kwargs} if specs else set()
                 bad = [c for c in configs if {n for n, _ in c.kwargs} != names]
@@ -112,7 +125,7 @@ class AutotuneWiden(Transform):
         module = cst.parse_module(source)
         edits = {}
         for k, new in plans:
-            node = _list_node(module, k)
+            node = config_list_node(module, k)
             if node is None or id(node) in edits:
                 continue        # a list shared by several kernels is widened once
             texts = [c.render() for c in new]
@@ -120,4 +133,5 @@ class AutotuneWiden(Transform):
         return replace(module, edits).code
 
 
-__all__ = ["AutotuneWiden", "append_elements", "existing_specs"]
+__all__ = ["AutotuneWiden", "append_elements", "autotuned_kernels", "config_list_node",
+           "existing_specs"]
