@@ -22,8 +22,8 @@
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
 #   OPT_JOBS     verification workers per optimize shard (default 3)
-#   REDO         comma-separated records the optimize step runs again although stored (each is
-#                forgotten when it starts: one the call never reaches keeps its record)
+#   REDO         comma-separated records the optimize step runs again although stored (their
+#                cached work is forgotten when each starts; a record stays until replaced)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 #   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
 #   TG_RECORD_S  validation seconds per record in the testgen step (default 60)
@@ -140,8 +140,9 @@ for step in "$@"; do
         # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
         # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
         export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
-        # every shard gets REDO: a record in it is forgotten by the shard that claims it, when it
-        # starts, so one no shard reaches keeps its record (forgetting up front lost four)
+        # every shard gets REDO: a record's cached work is forgotten by the shard that claims it,
+        # when it starts, and the record stays until the re-run replaces it (forgetting up front
+        # lost four records in sessions 6-8, forgetting at the start three more in session 9)
         budget=$(( $(left) - 120 )); group="call-$(date +%s)-$$"
         for k in $(seq 0 $(( SHARDS - 1 ))); do
           timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" \

@@ -231,11 +231,13 @@ class RunStore:
         return loads(row[0]) if row else None
 
     @_locked
-    def forget_task(self, name: str, record_kind: str) -> int:
+    def forget_task(self, name: str, record_kind: str, keep_record: bool = False) -> int:
         """Delete everything stored for task ``name`` (its ``record_kind`` record, evaluations with
         their results and timings, decisions, profiles, candidates), so that a resumed run does it
         again from scratch; returns how many evaluations went. Used to re-run a record after a
-        harness fix, visibly (``bench optimize --redo``), instead of by hand."""
+        harness fix, visibly (``bench optimize --redo``), instead of by hand. ``keep_record``
+        keeps the record itself until a new one replaces it: a re-run cut off by the end of its
+        call then leaves the earlier result, not none."""
         ids = [r[0] for r in self.db.execute("SELECT id FROM evaluations WHERE task=?", (name,))]
         self.db.execute("BEGIN")
         try:
@@ -244,7 +246,8 @@ class RunStore:
             self.db.execute("DELETE FROM evaluations WHERE task=?", (name,))
             for table in ("decisions", "profiles", "candidates"):
                 self.db.execute(f"DELETE FROM {table} WHERE task=?", (name,))
-            self.db.execute("DELETE FROM records WHERE kind=? AND key=?", (record_kind, name))
+            if not keep_record:
+                self.db.execute("DELETE FROM records WHERE kind=? AND key=?", (record_kind, name))
         except BaseException:
             self.db.execute("ROLLBACK")
             raise

@@ -31,3 +31,15 @@ def test_forget_task_removes_its_rows_and_keeps_the_others(tmp_path):
     orphans = db.execute("SELECT count(*) FROM timings WHERE evaluation NOT IN (SELECT id FROM evaluations)")
     assert orphans.fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM timings").fetchone()[0] == 1     # b's stays
+
+
+def test_forget_task_may_keep_the_record_until_a_new_one_replaces_it(tmp_path):
+    with RunStore(tmp_path / "store.sqlite") as store:
+        store.put_candidate("a", Candidate("x = 'a'\n", "original"))
+        store.put_evaluation("key-a", "baseline", _evaluation("a"))
+        store.put_record("optimize", "a", {"speedup": 2.0})
+        assert store.forget_task("a", "optimize", keep_record=True) == 1
+        assert store.get_evaluation("key-a") is None and store.candidates("a") == []
+        assert store.get_record("optimize", "a") == {"speedup": 2.0}
+        store.put_record("optimize", "a", {"speedup": 3.0})
+        assert store.get_record("optimize", "a") == {"speedup": 3.0}

@@ -201,9 +201,12 @@ def _optimize(args: argparse.Namespace, settings) -> int:
                           hint="--redo takes names from --names (or the subset)")
     with RunStore(run_dir / "store.sqlite") as store:
         def forget(name: str) -> None:
-            """Forget ``name``'s record just before it runs again (``run_suite``)."""
-            gone = store.forget_task(name, "optimize")
-            _say(f"--redo {name}: its stored record and {gone} evaluation(s) forgotten; it runs again")
+            """Forget ``name``'s cached work just before it runs again (``run_suite``); its record
+            stays until the re-run stores a new one (session 9 lost three records to a call that
+            ended mid re-run, and got them back only by running them once more)."""
+            gone = store.forget_task(name, "optimize", keep_record=True)
+            _say(f"--redo {name}: {gone} cached evaluation(s) forgotten; it runs again (its stored "
+                 "record stays until the new one replaces it)")
         work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
         evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
         counter = iter(range(100_000))
