@@ -101,3 +101,18 @@ def test_size_split_configs_become_an_autotune_with_the_chain_best_and_the_origi
         assert f"triton.Config({{'BLOCK_SIZE': {block}}}" in best.source
     verdict = False                                  # not holding up: the chain is checked next
     assert opt._emit_size_split(None, original, [(1.16, 0, big)], [mid], []) == (None, original)
+
+
+def test_a_timed_evaluation_notes_what_each_autotuner_picked(tmp_path):
+    """The timing worker writes each autotuned kernel's pick per key into the evaluation's notes
+    (runtime.autotune_picks): on the interpreter too, where every config runs and one wins."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC + '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [700] }]\n')
+    task = task_from_file(EXAMPLE, spec)
+    auto = autotune_candidate(Candidate(task.source, "original"), list(_cands(task.source)))
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        evaluation = ev.evaluate(task, (original_variant(task), Variant("auto", auto.source, auto.hash)),
+                                 purpose="t", verify=False, time=True)
+    picks = [n for n in evaluation.notes if n.startswith("autotune pick auto: ")]
+    assert picks and all("BLOCK_SIZE=" in n and "num_warps=" in n for n in picks), evaluation.notes
+    assert not any(n.startswith("autotune pick original") for n in evaluation.notes)   # not tuned

@@ -18,6 +18,7 @@ import torch
 from ..model import (
     Case, CaseRole, DeviceInfo, Evaluation, Failure, Status, Timing, Variant, VariantResult,
 )
+from .autotune_picks import autotune_picks
 from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules
@@ -183,7 +184,9 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             # far slower on this case: not timed on the next ones (the per-case regression limit
             # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
             hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
-    return _finish(task, states, device, []), broken
+    notes = [line for st in states if st.module is not None
+             for line in autotune_picks(st.module, st.variant.name)] if request.time else []
+    return _finish(task, states, device, notes), broken
 
 
 _BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}
