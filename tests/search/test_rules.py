@@ -331,3 +331,35 @@ def test_sites_of_kernels_the_profile_never_saw_are_ranked_down_not_dropped():
     # without an ncu profile nothing is known about which kernels run
     assert profiled_kernels(Profile("t", "perf-0", "timing-only")) == frozenset()
     assert profiled_kernels(None) == frozenset()
+
+
+def test_an_autotuned_kernel_gets_its_profiled_pick_pinned():
+    """The profile records the launches of one call with the config the autotuner picked: the
+    rules offer that config passed at the launch, in place of the autotune."""
+    from tritonforge.model import CompileStats, Profile
+    from tritonforge.search.rules import autotune_picks_of
+
+    profile = Profile("t", "perf-0", "ncu", compile_stats=(
+        CompileStats("rows_max_kernel", "cuda:90", 8, 3,
+                     constexprs=(("BLOCK_M", 16), ("BLOCK_N", 64))),))
+    task = task_from_file(EXAMPLE)
+    ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
+                          HardwareInfo("cpu", True), profile=profile, budget=8)
+    from tritonforge.analyze import analyze_source
+
+    picks = autotune_picks_of(profile, analyze_source(AUTOTUNED_ROWS))
+    assert [(k, c.kwargs, c.num_warps) for k, c in picks.items()] == \
+        [("rows_max_kernel", (("BLOCK_M", 16),), 8)]
+    pinned = [c for c in RuleProposer().propose(ctx) if c.origin == "rules:autotune_pin"]
+    assert len(pinned) == 1
+    assert "@triton.autotune" not in pinned[0].source
+    assert "BLOCK_N=64, BLOCK_M=16, num_warps=8, num_stages=3)" in pinned[0].source
+    # no profile, no pick: nothing to pin
+    assert not [c for c in RuleProposer().propose(replace_profile(ctx, None))
+                if c.origin == "rules:autotune_pin"]
+
+
+def replace_profile(ctx, profile):
+    from dataclasses import replace
+
+    return replace(ctx, profile=profile)

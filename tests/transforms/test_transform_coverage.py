@@ -20,8 +20,9 @@ pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 # Lower bounds (the counts at the time of writing, docs/transforms_coverage.md, minus slack):
 # a change that makes a transform apply much less often fails here and must say why.
 FLOORS = {"launch_params": 120, "constexpr_override": 35, "param_block_override": 12,
-          "autotune": 90, "autotune_widen": 30, "autotune_blocks": 28, "loop_pipelining": 75,
-          "offset_hints": 65, "cache_hints": 80, "pid_swizzle": 12, "persistent_grid": 45}
+          "autotune": 90, "autotune_widen": 30, "autotune_blocks": 28, "autotune_pin": 28,
+          "loop_pipelining": 75, "offset_hints": 65, "cache_hints": 80, "pid_swizzle": 12,
+          "persistent_grid": 45}
 
 
 @pytest.fixture(scope="module")

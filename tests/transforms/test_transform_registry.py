@@ -10,7 +10,7 @@ from tritonforge.errors import TransformError, TritonForgeError
 from tritonforge.transforms import REGISTRY, Applicability, Transform, get
 
 NAMES = {"launch_params", "constexpr_override", "param_block_override", "autotune",
-         "autotune_widen", "autotune_blocks", "loop_pipelining", "offset_hints", "cache_hints", "pid_swizzle",
+         "autotune_widen", "autotune_blocks", "autotune_pin", "loop_pipelining", "offset_hints", "cache_hints", "pid_swizzle",
          "persistent_grid", "streaming_reduction"}
 
 

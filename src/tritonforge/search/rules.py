@@ -39,6 +39,29 @@ SHRINK_HINTS = ("reduce_registers", "avoid_spills", "more_programs")
 COLD_SITE_PENALTY = 0.4
 
 
+def autotune_picks_of(profile: Any, analysis: Any) -> dict[str, Any]:
+    """Kernel name -> the config (a ``ConfigSpec``) its autotuner picked on the profiled case,
+    read from the profile's record of that call's launches (its compile stats), for every
+    autotuned kernel whose tuned names all appear there."""
+    from ..transforms.configs import ConfigSpec
+
+    picks: dict[str, Any] = {}
+    for stats in getattr(profile, "compile_stats", ()) or ():
+        if stats.error or stats.kernel in picks or not analysis.has_kernel(stats.kernel):
+            continue
+        at = analysis.kernel(stats.kernel).autotune
+        if at is None:
+            continue
+        values = dict(stats.constexprs)
+        names = at.tuned_names
+        if any(not isinstance(values.get(n), int) or isinstance(values.get(n), bool)
+               for n in names):
+            continue
+        picks[stats.kernel] = ConfigSpec(tuple((n, values[n]) for n in names),
+                                         stats.num_warps, stats.num_stages)
+    return picks
+
+
 def profiled_kernels(profile: Any) -> frozenset[str]:
     """Names of the kernels Nsight Compute saw launched (empty without an ncu profile)."""
     if profile is None or getattr(profile, "source", "") != "ncu":
@@ -257,12 +280,13 @@ class RuleProposer:
         return kept[:8]
 
     def moves(self, source: str, diagnosis: Diagnosis | None,
-              profiled: frozenset[str] = frozenset()) -> list[Move]:
+              profiled: frozenset[str] = frozenset(), picks: dict | None = None) -> list[Move]:
         """Every move, best first. ``profiled``: the kernels Nsight Compute saw launched on the
         profiled performance case; a launch site of any other kernel is ranked down
         (``COLD_SITE_PENALTY``), not dropped, since other cases may launch it (max_reduction's
         file has three kernels and its perf script times one: five of six candidates moved the
-        other two, H100 session 9)."""
+        other two, H100 session 9). ``picks``: kernel -> the config its autotuner chose on the
+        profiled case (``autotune_picks_of``), which ``autotune_pin`` may pin."""
         from ..analyze import analyze_source
 
         analysis = analyze_source(source)
@@ -271,7 +295,7 @@ class RuleProposer:
         pinned: set[tuple[str, str]] = set()
         for knobs in analysis.knobs:
             start = len(moves)
-            self._site_moves(analysis, knobs, hints, pinned, moves)
+            self._site_moves(analysis, knobs, hints, pinned, moves, picks or {})
             if profiled and knobs.kernel not in profiled:
                 moves[start:] = [replace(m, score=m.score - COLD_SITE_PENALTY)
                                  for m in moves[start:]]
@@ -281,9 +305,17 @@ class RuleProposer:
         return sorted(moves, key=lambda m: -m.score)
 
     def _site_moves(self, analysis, knobs, hints: dict[str, float], pinned: set[tuple[str, str]],
-                    moves: list[Move]) -> None:
+                    moves: list[Move], picks: dict) -> None:
         """The moves of one launch site, appended to ``moves``."""
         if knobs.autotuned:
+            if knobs.kernel in picks:
+                # the autotuner's own pick on the case that weighs most, passed at the launch:
+                # no tuning per process, no host-side lookup per call (a plainer rival of the
+                # autotune-list moves, which the final check may find tuned differently)
+                moves.append(Move("autotune_pin", (("kernel", knobs.kernel),
+                                                   ("config", picks[knobs.kernel])), 0.55,
+                                  f"pin {knobs.kernel}'s autotuned config "
+                                  f"({picks[knobs.kernel].render()[14:-1]})"))
             # tile sizes past the listed range first: a hand-written list often covers one
             # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
             # 16-64 with key=[] on 32768-long rows); then launch options around the list
@@ -314,7 +346,8 @@ class RuleProposer:
         parent_over = over_keys(check_source(source, limits, nbytes)) if self.prune else set()
         out: list[Candidate] = []
         per_knob: dict[tuple[str, str], int] = {}
-        for move in self.moves(source, context.diagnosis, profiled_kernels(context.profile)):
+        picks = autotune_picks_of(context.profile, analysis) if context.profile else {}
+        for move in self.moves(source, context.diagnosis, profiled_kernels(context.profile), picks):
             if len(out) >= context.budget:
                 break
             knob = (move.transform, str(move.params[0][1]) if move.params else "")

@@ -12,6 +12,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     autotune            @triton.autotune over block sizes and launch options; META grids
     autotune_widen      more configs on an existing @triton.autotune
     autotune_blocks     tile sizes past an autotune's listed range; sizes the key omits
+    autotune_pin        @triton.autotune replaced by one config passed at the launches
     loop_pipelining     range(...) loops with loads -> tl.range(..., num_stages=S)
     offset_hints        tl.multiple_of / tl.max_contiguous on pid * BLOCK + arange offsets
     cache_hints         eviction_policy / cache_modifier on loads
@@ -36,6 +37,7 @@ except ImportError:   # pragma: no cover - exercised on the GPU image only
 
 from .autotune import AutotuneInjection
 from .autotune_blocks import AutotuneBlocks
+from .autotune_pin import AutotunePin
 from .autotune_widen import AutotuneWiden
 from .base import Applicability, Transform
 from .body import CacheHints, LoopPipelining, OffsetHints
@@ -54,6 +56,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     AutotuneInjection(),
     AutotuneWiden(),
     AutotuneBlocks(),
+    AutotunePin(),
     LoopPipelining(),
     OffsetHints(),
     CacheHints(),
