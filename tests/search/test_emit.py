@@ -116,3 +116,45 @@ def test_a_timed_evaluation_notes_what_each_autotuner_picked(tmp_path):
     picks = [n for n in evaluation.notes if n.startswith("autotune pick auto: ")]
     assert picks and all("BLOCK_SIZE=" in n and "num_warps=" in n for n in picks), evaluation.notes
     assert not any(n.startswith("autotune pick original") for n in evaluation.notes)   # not tuned
+
+
+AUTOTUNED_SCALE = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=4),
+                          triton.Config({"BLOCK": 128}, num_warps=2)], key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 3 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def scale(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, out, n)
+    return out
+'''
+
+
+def test_a_pinned_autotune_verifies_and_a_wrong_pin_does_not(tmp_path):
+    """autotune_pin's output passes the verifier against the autotuned original; the same file
+    with the grid no longer following the pinned block (a pin that skips elements) is caught."""
+    from tritonforge.transforms import ConfigSpec, get
+
+    kernel = tmp_path / "scale.py"
+    kernel.write_text(AUTOTUNED_SCALE)
+    spec = tmp_path / "scale.toml"
+    spec.write_text('entry = "scale"\nseeds = 2\n[[case]]\nid = "c"\nargs = [{ tensor = [1000] }]\n')
+    task = task_from_file(kernel, spec)
+    pinned = get("autotune_pin").apply(task.source, kernel="scale_kernel",
+                                       config=ConfigSpec((("BLOCK", 64),), 4, 3))
+    broken = pinned.replace('META["BLOCK"]', "256")
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        evaluation = ev.evaluate(task, (original_variant(task), Variant("pin", pinned, "p1"),
+                                        Variant("broken", broken, "p2")),
+                                 purpose="t", verify=True, time=False)
+    assert evaluation.result("pin").status is Status.OK, evaluation.result("pin")
+    assert evaluation.result("broken").status is not Status.OK
