@@ -109,15 +109,16 @@ def range_names(kernel: KernelInfo, specs: Iterable[ConfigSpec]) -> list[str]:
 def extend_block_range(kernel: KernelInfo, existing: Iterable[ConfigSpec], limit: int,
                        down_steps: int = 3, up_steps: int | None = None) -> list[ConfigSpec]:
     """Configs whose tile sizes lie beyond the range the autotune list covers: for each tile
-    size, the smallest value /2, /4, /8 and the largest x2, x4, x8 (``steps`` each way), taken
-    from the config that holds that extreme (a bigger tile with num_warps scaled up the same
-    way). Each new config costs the autotuner a compile and a benchmark per key value, so the
-    caller says which way to go when it knows (``down_steps=0``: grow only). A hand-written list often spans a narrow range
-    that suits one size only: max_kernel's BLOCK_M in {8, 16, 32} holds 8 rows of 16384 in
-    registers when its input has one row; chunk_global_cumsum's BT in {16, 32, 64} walks a
-    32768-long row 64 elements at a time. Only power-of-two values, within the kernel's rules
-    (``check_block_value``: tl.dot tiles of at least 16), none already there; nearest steps
-    first, alternating down and up, at most ``limit``."""
+    size, the smallest value /2, /4, /8 (``down_steps``) and the largest x2, x4, x8 (``up_steps``),
+    taken from the config that holds that extreme; a smaller tile keeps its num_warps, a bigger
+    one gets them scaled up the same way. Each new config costs the autotuner a compile and a
+    benchmark per key value, so the caller says which way to go when it knows (``down_steps=0``:
+    grow only). A hand-written list often spans a narrow range that suits one size only:
+    max_kernel's BLOCK_M in {8, 16, 32} holds 8 rows of 16384 in registers when its input has
+    one row; chunk_global_cumsum's BT in {16, 32, 64} walks a 32768-long row 64 elements at a
+    time. Only power-of-two values, within the kernel's rules (``check_block_value``: tl.dot
+    tiles of at least 16), none already there; nearest steps first, alternating down and up, at
+    most ``limit``."""
     have = list(existing)
     names = range_names(kernel, have)
     if not names:
@@ -149,13 +150,9 @@ def extend_block_range(kernel: KernelInfo, existing: Iterable[ConfigSpec], limit
                 if not _ok_block(kernel, name, new):
                     continue
                 kw = tuple((n, new if n == name else v) for n, v in base.kwargs)
-                scaled = base.num_warps * 2 ** step if factor > 1 \
-                    else max(base.num_warps // 2 ** step, 1)
-                if kernel.uses_dot:
-                    scaled = max(scaled, 4)     # a warpgroup MMA needs 4 warps
                 # a smaller tile keeps its warps (max_kernel's one row of 16384 wants them all);
                 # a bigger one gets more, so that each thread's share stays the same
-                w = base.num_warps if factor < 1 else min(scaled, 16)
+                w = base.num_warps if factor < 1 else min(base.num_warps * 2 ** step, 16)
                 spec = ConfigSpec(kw, w, base.num_stages)
                 if spec not in have and spec not in options:
                     options.append(spec)
