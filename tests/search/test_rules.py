@@ -319,7 +319,8 @@ def test_sites_of_kernels_the_profile_never_saw_are_ranked_down_not_dropped():
     from tritonforge.search.rules import profiled_kernels
 
     plain = RuleProposer().moves(TWO_KERNELS, None)
-    assert {dict(m.params).get("site") for m in plain[:4]} == {0, 1}     # both sites lead
+    at_sites = [m for m in plain if "site" in dict(m.params)]
+    assert {dict(m.params)["site"] for m in at_sites[:4]} == {0, 1}     # both sites lead
     hot = profiled_kernels(Profile("t", "perf-0", "ncu", (KernelProfile("abs_kernel", ()),)))
     assert hot == {"abs_kernel"}
     ranked = RuleProposer().moves(TWO_KERNELS, None, hot)
@@ -363,3 +364,22 @@ def replace_profile(ctx, profile):
     from dataclasses import replace
 
     return replace(ctx, profile=profile)
+
+
+def test_row_kernels_get_several_rows_per_program_first_when_programs_do_too_little():
+    import sys
+    from pathlib import Path
+
+    from tritonforge.model import Bound, Diagnosis, Hint
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "transforms"))
+    import tf_samples as S
+
+    tiny = Diagnosis(Bound.LATENCY, "too little work per program",
+                     hints=(Hint("larger_blocks", "many short waves", (), 0.9),))
+    moves = RuleProposer().moves(S.ROW_SQNORM, tiny)
+    rows = [m for m in moves if m.transform == "rows_per_program"]
+    assert [dict(m.params)["elements"] for m in rows] == [2048, 8192]
+    assert moves[0].transform == "rows_per_program"
+    plain = [m.transform for m in RuleProposer().moves(S.ROW_SQNORM, None)]
+    assert plain.index("rows_per_program") > 0          # not first without the hint

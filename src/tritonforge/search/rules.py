@@ -206,7 +206,14 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
     spilling = max(hints.get("reduce_registers", 0), hints.get("avoid_spills", 0))
     streaming = [Move("streaming_reduction", (("chunk", 256),), 0.75 + 0.25 * spilling,
                       "streaming reduction over the row (chunks of 256)")] if spilling else []
-    return streaming + [
+    # several short rows per program: for row kernels whose block is the row (it cannot grow),
+    # launched one program per row; too little work per program is the case it is for
+    # (dequantize_rowwise: one 128-byte row per program, five times its DRAM roofline, H100)
+    more_work = max(hints.get("larger_blocks", 0), hints.get("more_work_per_launch", 0))
+    rows = [Move("rows_per_program", (("elements", e),), score + 0.3 * more_work,
+                 f"several rows per program ({e} elements)")
+            for e, score in ((2048, 0.38), (8192, 0.3))]
+    return streaming + rows + [
         Move("loop_pipelining", (("num_stages", 3),), 0.4, "pipeline loops over loads (3 stages)"),
         Move("offset_hints", (), 0.3 + 0.3 * hints.get("vectorize_accesses", 0),
              "contiguity/divisibility hints on block offsets"),

@@ -46,6 +46,7 @@ from .constexpr import ConstexprOverride
 from .launch_params import LaunchParams
 from .param_block import ParamBlockOverride
 from .persistent import PersistentGrid
+from .rows import RowsPerProgram
 from .streaming import StreamingReduction
 from .swizzle import PidSwizzle
 
@@ -62,6 +63,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     CacheHints(),
     PidSwizzle(),
     PersistentGrid(),
+    RowsPerProgram(),
     StreamingReduction(),
 )}
 
