@@ -158,3 +158,50 @@ def test_a_pinned_autotune_verifies_and_a_wrong_pin_does_not(tmp_path):
                                  purpose="t", verify=True, time=False)
     assert evaluation.result("pin").status is Status.OK, evaluation.result("pin")
     assert evaluation.result("broken").status is not Status.OK
+
+
+ROW_SQNORM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sqnorm_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x * x, axis=0))
+
+
+def row_sqnorm(x):
+    out = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    n_cols = x.shape[1]
+    row_sqnorm_kernel[(x.shape[0],)](x, out, n_cols, x.stride(0),
+                                     BLOCK_N=triton.next_power_of_2(n_cols))
+    return out
+'''
+
+
+def test_rows_per_program_verifies_and_a_missing_row_mask_does_not(tmp_path):
+    """rows_per_program's output passes the verifier (odd row counts: the last program has rows
+    past the end); without the row validity on the store, the rows past the end are written
+    out of bounds or the poisoned output shows the difference."""
+    from tritonforge.transforms import get
+
+    kernel = tmp_path / "rows.py"
+    kernel.write_text(ROW_SQNORM)
+    spec = tmp_path / "rows.toml"
+    spec.write_text('entry = "row_sqnorm"\nseeds = 2\n[[case]]\nid = "a"\n'
+                    'args = [{ tensor = [37, 100] }]\n[[case]]\nid = "b"\nargs = [{ tensor = [5, 300] }]\n')
+    task = task_from_file(kernel, spec)
+    lifted = get("rows_per_program").apply(task.source, elements=1024)
+    careless = lifted.replace("mask=_tf_row_ok)", ")").replace("_tf_rows=x.shape[0]",
+                                                               "_tf_rows=x.shape[0] - 1")
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        good = ev.evaluate(task, (original_variant(task), Variant("rows", lifted, "r1")),
+                           purpose="t", verify=True, time=False)
+        # out-of-bounds stores may take the interpreter's process down: a worker of its own
+        bad = ev.evaluate(task, (original_variant(task), Variant("careless", careless, "r2")),
+                          purpose="t2", verify=True, time=False)
+    assert good.result("rows").status is Status.OK, good.result("rows")
+    assert bad.result("careless").status is not Status.OK
