@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ..analyze import SourceAnalysis, analyze_source
+from ..analyze import KernelInfo, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ..model import content_hash
 
@@ -45,6 +45,14 @@ def short(text: str, limit: int = 60) -> str:
     """One line of at most ``limit`` characters, for reasons that quote source."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def candidate_kernels(analysis: SourceAnalysis, kernel: str | None) -> list[KernelInfo]:
+    """The kernels a launch-rewriting transform looks at: ``kernel`` if named, else every kernel
+    this file launches."""
+    if kernel is not None:
+        return [k for k in analysis.kernels if k.name == kernel]
+    return [k for k in analysis.kernels if analysis.sites_of(k.name)]
 
 
 def first_no(reasons: list[str], what: str) -> Applicability:

@@ -48,7 +48,7 @@ from ._cst import (
     replace,
 )
 from ._tiles import tiles_of
-from .base import Applicability, Transform, first_no
+from .base import Applicability, Transform, candidate_kernels, first_no
 
 TILES = "tf_num_tiles"
 LOOP_VAR = "_tf_pid"       # the loop variable when the program id is read inline
@@ -114,11 +114,7 @@ class PersistentGrid(Transform):
 
     def _targets(self, analysis: SourceAnalysis, kernel: str | None):
         out, reasons = [], []
-        for k in analysis.kernels:
-            if kernel is not None and k.name != kernel:
-                continue
-            if kernel is None and not analysis.sites_of(k.name):
-                continue
+        for k in candidate_kernels(analysis, kernel):
             why = check_persistent(analysis, k)
             if why:
                 reasons.append(why)

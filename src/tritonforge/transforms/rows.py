@@ -39,7 +39,7 @@ from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ._cst import append_arg, append_param, dotted, edit_kernel, kw_arg, launch_calls, replace
 from ._tiles import tiles_of
-from .base import Applicability, Transform, first_no
+from .base import Applicability, Transform, candidate_kernels, first_no
 
 ROWS = "ROWS_PER_PROGRAM"
 COUNT = "_tf_rows"
@@ -195,25 +195,29 @@ def _width_source(site: LaunchSite, k: KernelInfo, name: str) -> str | None:
     return p.default if p is not None and p.default else None
 
 
+def _mentions(node: cst.CSTNode | None, names: set[str]) -> bool:
+    """Whether ``node`` reads any of ``names``."""
+    if node is None:
+        return False
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(V())
+    return bool(found & names)
+
+
 class _Rewrite(cst.CSTTransformer):
     """One statement's loads, stores and reductions, given the names that depend on the row."""
 
-    def __init__(self, tl: str, dependent: set[str]):
+    def __init__(self, dependent: set[str]):
         super().__init__()
-        self.tl = tl
         self.dependent = dependent
 
     def _depends(self, node: cst.CSTNode | None) -> bool:
-        if node is None:
-            return False
-        found = []
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, n: cst.Name) -> None:
-                found.append(n.value)
-
-        node.visit(V())
-        return bool(set(found) & self.dependent)
+        return _mentions(node, self.dependent)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = dotted(original.func).split(".")[-1]
@@ -269,11 +273,7 @@ class RowsPerProgram(Transform):
 
     def _targets(self, analysis: SourceAnalysis, kernel: str | None):
         out, reasons = [], []
-        for k in analysis.kernels:
-            if kernel is not None and k.name != kernel:
-                continue
-            if kernel is None and not analysis.sites_of(k.name):
-                continue
+        for k in candidate_kernels(analysis, kernel):
             checked = _check_kernel(analysis, k)
             why = checked if isinstance(checked, str) else _launch_problem(analysis, k, checked[1])
             if why:
@@ -342,15 +342,10 @@ def _lift(fn: cst.FunctionDef, row: str, tl: str) -> cst.FunctionDef:
     dependent = {row}
     rest = []
     for stmt in body[at + 1:]:
-        new = stmt.visit(_Rewrite(tl, dependent))
+        rest.append(stmt.visit(_Rewrite(dependent)))
         for small in getattr(stmt, "body", ()):
-            value = getattr(small, "value", None)
-            targets = _targets(small)
-            if isinstance(small, cst.AugAssign) and targets & dependent:
-                continue
-            if value is not None and _Rewrite(tl, dependent)._depends(value):
-                dependent |= targets
-        rest.append(new)
+            if _mentions(getattr(small, "value", None), dependent):
+                dependent |= _targets(small)
     fn = fn.with_changes(body=fn.body.with_changes(body=body[:at] + [lifted, ok] + rest))
     fn = append_param(fn, cst.Param(name=cst.Name(COUNT)), before_defaults=True)[0]
     constexpr = cst.Param(name=cst.Name(ROWS), annotation=cst.Annotation(
