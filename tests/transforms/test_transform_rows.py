@@ -88,6 +88,8 @@ def test_two_reductions_moved_pointers_and_a_scalar_per_row(load, rows):
     (SOFTMAX.replace("tl.store(Y + cols", "tl.store(scale_ptr + cols"),
      "does not depend on the row"),
     (SOFTMAX.replace("BLOCK=64)", "BLOCK=pick(n_cols))"), "evaluate twice"),
+    (SOFTMAX.replace("BLOCK: tl.constexpr)", "BLOCK: tl.constexpr, FLAG: tl.constexpr = 0)")
+     .replace("n_cols, BLOCK=64)", "n_cols, 64, 1)"), "defaults by position"),
 ])
 def test_refusals_say_why(source, reason):
     v = R.applies(analyze_source(source))

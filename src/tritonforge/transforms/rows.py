@@ -171,9 +171,13 @@ def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, widths: list[str]) 
         return f"{k.name} is not launched in this file"
     if "triton" not in analysis.module_names:
         return "the file does not import triton (the grid needs triton.cdiv)"
+    first_default = next((p.index for p in k.params if p.default is not None), len(k.params))
     for s in sites:
         if s.has_star_args:
             return f"site {s.index} passes *args/**kwargs"
+        if any(a.position is not None and a.position >= first_default for a in s.args):
+            return f"site {s.index} passes parameters with defaults by position (the new " \
+                   "parameters go before them)"
         tiles = tiles_of(s, k)
         if tiles.count is None:
             return f"site {s.index}: {tiles.reason}"
