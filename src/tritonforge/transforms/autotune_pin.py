@@ -67,7 +67,7 @@ class AutotunePin(Transform):
     summary = "replace @triton.autotune by one config passed at the kernel's launches"
     param_names = ("kernel", "config")
     example_params: dict[str, Any] = {}
-    no_example_reason = "the config to pin comes from a profile (the autotuner's pick)"
+    no_example_reason = "no autotuned kernel whose listed configs could be pinned"
 
     def examples(self, analysis: SourceAnalysis) -> list[dict[str, Any]]:
         """The first listed config of each autotuned kernel (coverage runs)."""
