@@ -63,12 +63,8 @@ class OutputStage:
         failed_kinds = {_kind(c.origin) for c in chain}
         order = sorted(runners, key=lambda r: (_kind(r[2].origin) not in failed_kinds, r[0], r[1]),
                        reverse=True)
-        for _, _, cand in order:
-            if cand.hash in checked:
-                continue
-            checked.add(cand.hash)
-            if len(checked) - len({c.hash for c in chain}) > MAX_RUNNERS_UP:
-                break
+        fresh = [c for c in dict.fromkeys(c for _, _, c in order) if c.hash not in checked]
+        for cand in fresh[:MAX_RUNNERS_UP]:
             check = self._final(task, original, cand)
             if check.accepted:
                 notes.append(f"runner-up {cand.description!r} passed the final check")
@@ -79,7 +75,8 @@ class OutputStage:
     def _output_chain(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
                       split: list, factor: float, notes: list[str]
                       ) -> tuple[Decision | None, Candidate]:
-        """``_output`` but for the runners-up."""
+        """The part of ``_output`` before the runners-up: the chain's final checks, and the size
+        dispatch or autotune that ``emit`` calls for."""
         final, best_c = None, original
         tried_split = False
         top_est, _, top = max(split, key=lambda r: (r[0], r[1])) if split else (0.0, 0, original)

@@ -246,45 +246,46 @@ class RuleProposer:
         out, self._pruned = self._pruned, []
         return out
 
-    def _widen_configs(self, analysis, kernel: str, source: str, limits, nbytes) -> list | None:
-        """Launch-option neighbours of ``kernel``'s autotune configs that may fit the device
-        (None: let the transform choose; [] : none fits)."""
+    def _fitting_configs(self, analysis, kernel: str, source: str, limits, nbytes,
+                         candidates) -> list | None:
+        """The configs ``candidates(kernel_info, specs)`` makes from ``kernel``'s autotune list
+        that may fit the device, at most 8 (None: the list cannot be read, let the transform
+        say why; [] : none fits)."""
         from ..transforms.autotune_widen import existing_specs
-        from ..transforms.configs import widen
-        from .prune import prune_specs
-
-        specs = existing_specs(analysis.kernel(kernel))
-        if isinstance(specs, str):
-            return None
-        kept, dropped = prune_specs(source, kernel, widen(specs, 16), limits, nbytes)
-        for d in dropped:
-            log.info("autotune config of %s left out: %s", kernel, d)
-        return kept[:8]
-
-    def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes,
-                       hints: dict[str, float]) -> list | None:
-        """Tile sizes past ``kernel``'s autotune range that may fit the device (None: let the
-        transform choose; [] : none fits, and only the key may change). The diagnosis picks
-        the direction: each config costs the autotuner a compile and a benchmark per key value
-        (22 configs over 14 values of a constexpr key held a final check for minutes, H100), so
-        a kernel told to shrink its tiles does not also try growing them, and the reverse."""
-        from ..transforms.autotune_widen import existing_specs
-        from ..transforms.configs import extend_block_range
         from .prune import prune_specs
 
         info = analysis.kernel(kernel)
         specs = existing_specs(info)
         if isinstance(specs, str):
             return None
+        kept, dropped = prune_specs(source, kernel, candidates(info, specs), limits, nbytes)
+        for d in dropped:
+            log.info("autotune config of %s left out: %s", kernel, d)
+        return kept[:8]
+
+    def _widen_configs(self, analysis, kernel: str, source: str, limits, nbytes) -> list | None:
+        """Launch-option neighbours of ``kernel``'s autotune configs that may fit the device."""
+        from ..transforms.configs import widen
+
+        return self._fitting_configs(analysis, kernel, source, limits, nbytes,
+                                     lambda info, specs: widen(specs, 16))
+
+    def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes,
+                       hints: dict[str, float]) -> list | None:
+        """Tile sizes past ``kernel``'s autotune range that may fit the device ([] : none fits,
+        and only the key may change). The diagnosis picks the direction: each config costs the
+        autotuner a compile and a benchmark per key value (22 configs over 14 values of a
+        constexpr key held a final check for minutes, H100), so a kernel told to shrink its
+        tiles does not also try growing them, and the reverse."""
+        from ..transforms.configs import extend_block_range
+
         grow = any(hints.get(h, 0) > 0 for h in GROW_HINTS)
         shrink = any(hints.get(h, 0) > 0 for h in SHRINK_HINTS)
         steps = {"down_steps": 0} if grow and not shrink else \
             {"up_steps": 0} if shrink and not grow else {}
-        kept, dropped = prune_specs(source, kernel, extend_block_range(info, specs, 16, **steps),
-                                    limits, nbytes)
-        for d in dropped:
-            log.info("autotune config of %s left out: %s", kernel, d)
-        return kept[:8]
+        return self._fitting_configs(
+            analysis, kernel, source, limits, nbytes,
+            lambda info, specs: extend_block_range(info, specs, 16, **steps))
 
     def moves(self, source: str, diagnosis: Diagnosis | None,
               profiled: frozenset[str] = frozenset(), picks: dict | None = None) -> list[Move]:
@@ -319,10 +320,12 @@ class RuleProposer:
                 # the autotuner's own pick on the case that weighs most, passed at the launch:
                 # no tuning per process, no host-side lookup per call (a plainer rival of the
                 # autotune-list moves, which the final check may find tuned differently)
-                moves.append(Move("autotune_pin", (("kernel", knobs.kernel),
-                                                   ("config", picks[knobs.kernel])), 0.55,
-                                  f"pin {knobs.kernel}'s autotuned config "
-                                  f"({picks[knobs.kernel].render()[14:-1]})"))
+                pick = picks[knobs.kernel]
+                values = ", ".join(f"{n}={v}" for n, v in pick.kwargs)
+                moves.append(Move("autotune_pin", (("kernel", knobs.kernel), ("config", pick)),
+                                  0.55, f"pin {knobs.kernel}'s autotuned config ({values}"
+                                  f"{', ' if values else ''}num_warps={pick.num_warps}, "
+                                  f"num_stages={pick.num_stages})"))
             # tile sizes past the listed range first: a hand-written list often covers one
             # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
             # 16-64 with key=[] on 32768-long rows); then launch options around the list

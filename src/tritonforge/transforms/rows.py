@@ -114,7 +114,8 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
     widths: list[str] = []
     for stmt in body:
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-            return f"{k.name} has a {type(stmt).__name__.lower()} statement (line {stmt.lineno}): " \
+            kind = type(stmt).__name__.lower()
+            return f"{k.name} has a {kind} statement (line {stmt.lineno}): " \
                    "only plain statements keep one row's work the same for several"
         for n in ast.walk(stmt):
             if isinstance(n, ast.Subscript):
@@ -125,9 +126,11 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
                 continue
             name = _call_name(n)
             if name in REFUSED_CALLS:
-                return f"{k.name} calls {name} (line {n.lineno}): a leading row axis would change it"
-            if name in REDUCTIONS and isinstance(n.func, ast.Attribute) and \
-                    not (isinstance(n.func.value, ast.Name) and n.func.value.id in ("tl", "triton")):
+                return f"{k.name} calls {name} (line {n.lineno}): a leading row axis would " \
+                       "change it"
+            module_call = isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id in ("tl", "triton")
+            if name in REDUCTIONS and isinstance(n.func, ast.Attribute) and not module_call:
                 return f"{k.name} reduces with a method call (line {n.lineno})"
             if name in REDUCTIONS:
                 axis = next((kw.value for kw in n.keywords if kw.arg == "axis"),
@@ -159,7 +162,8 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
                        f"(line {n.lineno}): every row would write there"
         value = getattr(stmt, "value", None)
         if value is not None and _names(value) & dependent:
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            targets = stmt.targets if isinstance(stmt, ast.Assign) \
+                else [getattr(stmt, "target", None)]
             dependent |= {n.id for t in targets if t is not None for n in ast.walk(t)
                           if isinstance(n, ast.Name)}
     return pid[0].name, widths
@@ -237,7 +241,8 @@ class _Rewrite(cst.CSTTransformer):
                     args[i] = a.with_changes(value=both)
                     return updated.with_changes(args=args)
             positional = [a for a in args if a.keyword is None]
-            at = 2 if name == "load" else 3     # load(pointer, mask, ...); store(pointer, value, mask)
+            # load(pointer, mask, ...); store(pointer, value, mask): the mask's position
+            at = 2 if name == "load" else 3
             if len(positional) >= at:
                 a = positional[at - 1]
                 both = cst.parse_expression(f"({cst.Module([]).code_for_node(a.value)}) & {OK}")
