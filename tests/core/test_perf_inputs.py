@@ -75,3 +75,26 @@ def test_a_half_written_set_is_never_read(tmp_path):
 @pytest.mark.parametrize("inputs,host", [([torch.ones(2), (torch.ones(1), 3)], True), ([3, "x"], False)])
 def test_only_host_tensors_are_stored(inputs, host):
     assert perf_inputs.on_host_only(inputs) is host
+
+
+def test_the_memory_limit_counts_own_memory_not_mapped_input_files(tmp_path):
+    """A worker's memory-mapped inputs are page cache, not its own memory: reading a 256 MiB
+    mapped file leaves the measure nearly unchanged, allocating 256 MiB raises it."""
+    import mmap
+    import os
+
+    from tritonforge.runtime.client import _rss_bytes
+
+    size = 256 * 2**20
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+    before = _rss_bytes(os.getpid())
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        touched = sum(mapped[i] for i in range(0, size, 4096))      # every page resident
+        mapped_rss = _rss_bytes(os.getpid())
+    own = bytearray(os.urandom(1)) * size                              # anonymous, touched
+    owned_rss = _rss_bytes(os.getpid())
+    assert touched == 0 and len(own) == size
+    assert mapped_rss - before < size // 4
+    assert owned_rss - before > size * 3 // 4
