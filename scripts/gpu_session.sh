@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
+# Steps: env | probe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
@@ -17,6 +17,8 @@
 #   JOBS         workers side by side for untimed runs (default 6)
 #   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
 #                (their compiled kernels went with that machine; default 0.25)
+#   FLUSH_MODES  space-separated L2 flush modes the selfcheck step runs under, one after the other
+#                (write | read, runtime.timing.FLUSH_MODES; default: the configured one)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
@@ -71,6 +73,10 @@ for step in "$@"; do
       log "timing probe: flush time, host overhead per call, timing methods"
       timeout 120 python3 scripts/gpu_timing_probe.py "$OUT/timing_probe.json" 2>&1 | tail -50
       ;;
+    flushprobe)
+      log "flush probe: the same call against itself under each L2 flush mode"
+      timeout 240 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
+      ;;
     testgen)
       log "testgen: generated performance sizes vs the perf scripts' sizes (budget $(( $(left) - 40 )) s)"
       TG_DEFAULT="attention_forward_triton,attention_fwd_triton1,attention_fwd_triton3,attention_kernel,destindex_copy,destindex_copy_kv2,embedding_triton_kernel,index_select_cat,add_example,add_value,apply_penalty,cosine_compute,bmm_chunk_bwd,bmm_chunk_fwd,chunk_bwd_dqkg,chunk_cumsum_kernel,bgmv_shrink_kernel,bmm_optimized,dequantize_matmul,int4_matmul,fast_rms_layernorm,fused_layernorm_triton,l2_norm_bwd,l2_norm_triton1,fifth_order_sph_harmonics,triton_conv2d_fwd,dequantize_rowwise,fp4_to_bf16,fp4_to_bf16_conversion,int8_quantization,matrix_reduction,max_reduction,mean_reduction,spinning_lock_reduction,fast_rope_embedding,fused_rotary_embedding,rope_backward_transform,rope_embedding,multinomial_sampling,uniform_sampling,cross_entropy1,fast_ce_loss,kldiv_compute,kldiv_ops"
@@ -108,10 +114,15 @@ for step in "$@"; do
         --out "$OUT/baseline.json" 2>&1 | tail -60
       ;;
     selfcheck)
-      log "selfcheck"
-      timeout "$(left)" python3 -m tritonforge bench selfcheck --device cuda --run-dir .gpu-store/selfcheck \
-        --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
-        --out "$OUT/selfcheck.json" 2>&1 | tail -60
+      modes=(${FLUSH_MODES:-${TRITONFORGE_FLUSH_MODE:-write}}); k=${#modes[@]}
+      for mode in "${modes[@]}"; do   # each mode gets an equal share of what is left
+        log "selfcheck (flush: $mode)"
+        TRITONFORGE_FLUSH_MODE="$mode" timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
+          --run-dir ".gpu-store/selfcheck-$mode" \
+          --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
+          --out "$OUT/selfcheck-$mode.json" 2>&1 | tail -40
+        k=$(( k - 1 ))
+      done
       ;;
     profile)
       log "profile"

@@ -19,7 +19,7 @@ def _stub(monkeypatch, per_call_ms: dict[str, float]):
         return fn
 
     fns = {name: fn_for(name) for name in per_call_ms}
-    monkeypatch.setattr(timing, "_Flusher", lambda enabled: (lambda: None))
+    monkeypatch.setattr(timing, "_Flusher", lambda enabled, mode="write": (lambda: None))
     monkeypatch.setattr(timing, "_estimate_ms", lambda fn, flush, warmup: per_call_ms[made[fn]])
 
     def time_events(fn, n, flush):

@@ -41,6 +41,7 @@ class TimingPlan:
     round_ms: float = 25.0        # target time per variant per round
     warmup_ms: float = 25.0
     flush_l2: bool = True
+    flush_mode: str = "write"     # FLUSH_MODES: how the L2 is emptied before each timed call
     cuda_graph: bool = False
     max_calls_per_round: int = 200
     min_rounds: int = 4
@@ -48,12 +49,35 @@ class TimingPlan:
     case_budget_ms: float | None = 6000.0
 
 
+FLUSH_MODES = ("write", "read")
+
+
 class _Flusher:
-    def __init__(self, enabled: bool):
+    """Empties the L2 cache before a timed call, so that the call reads its inputs from DRAM.
+
+    ``write`` is triton's do_bench: zero a buffer larger than the L2. It leaves the L2 full of
+    the buffer's *dirty* lines, which are written back to DRAM while the timed call runs and
+    evicts them, so a microsecond-scale call pays for part of the flush. ``read`` reads the
+    buffer instead (a reduction into a preallocated scalar): the L2 is left full of clean lines
+    that cost nothing to evict. Both leave the call's own data out of the L2.
+    """
+
+    def __init__(self, enabled: bool, mode: str = "write"):
+        if mode not in FLUSH_MODES:
+            raise ValueError(f"flush mode must be one of {FLUSH_MODES}, not {mode!r}")
+        self.mode = mode
         self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if enabled else None
+        self.total = None
+        if self.buffer is not None and mode == "read":
+            self.buffer.zero_()
+            self.total = torch.zeros((), dtype=torch.int64, device="cuda")
 
     def __call__(self) -> None:
-        if self.buffer is not None:
+        if self.buffer is None:
+            return
+        if self.total is not None:
+            torch.sum(self.buffer, dtype=torch.int64, out=self.total)
+        else:
             self.buffer.zero_()
 
 
@@ -125,7 +149,7 @@ def _time_graph(graphs: tuple[object, object], calls: int) -> float:
 def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan,
                           progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
     """Time every variant in ``fns`` in interleaved rounds; return all samples (ms) per variant."""
-    flush = _Flusher(plan.flush_l2)
+    flush = _Flusher(plan.flush_l2, plan.flush_mode)
     names = list(fns)
     estimates = {}
     for name in names:
