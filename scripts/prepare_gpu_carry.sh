@@ -3,7 +3,7 @@
 #   .whl/           libcst for the GPU image's python 3.12 (the transforms need it; no internet there)
 #   .tbdata/        a copy of ../shared/tritonbench_g (the TritonBench-G records)
 #   .gpu-store.tgz  the run stores to resume, packed (the carry is limited to 64 MiB), built from
-#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 9's
+#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 10's
 #                   committed stores, update them when a later session commits newer ones) and
 #                   the testgen sweep's committed records (TESTGEN_RECORDS); an
 #                   existing .gpu-store/ is kept as is.
@@ -26,8 +26,8 @@ if [ ! -f .tbdata/kernels.json ]; then
 fi
 if [ ! -d .gpu-store ]; then
   mkdir -p .gpu-store/optimize .gpu-store/baseline
-  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-23-s9d.sqlite.gz}"
-  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-23-s9d.sqlite.gz}"
+  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-24-s10a.sqlite.gz}"
+  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s10a.sqlite.gz}"
   gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
   gunzip -c "$base" > .gpu-store/baseline/store.sqlite
   # the testgen sweep resumes from its committed records (a record already there is skipped)
