@@ -26,7 +26,7 @@ import triton.language as tl
 sys.path.insert(0, "src")
 from tritonforge.runtime.timing import TimingPlan, time_interleaved_cuda  # noqa: E402
 
-REPEATS = 6
+REPEATS = 5
 
 
 @triton.jit
@@ -64,10 +64,23 @@ def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / med if med else float("nan")
 
 
-def probe(op, shape: tuple[int, ...], mode: str | None) -> dict[str, object]:
-    a, b = torch.rand(shape, device="cuda"), None
+def host_heavy(x: torch.Tensor) -> torch.Tensor:
+    """add_one after 40 us of host work, as a wrapper with much Python around its launch."""
+    until = time.perf_counter() + 40e-6
+    while time.perf_counter() < until:
+        pass
+    return add_one(x)
+
+
+# (label, flush mode or None for no flush, interleave mode)
+MODES = (("write-block", "write", "block"), ("write-call", "write", "call"),
+         ("read-block", "read", "block"), ("read-call", "read", "call"), ("none-block", None, "block"))
+
+
+def probe(op, shape: tuple[int, ...], mode: str | None, interleave: str) -> dict[str, object]:
+    a = torch.rand(shape, device="cuda")
     b = a.clone()
-    plan = TimingPlan(flush_l2=mode is not None, flush_mode=mode or "write")
+    plan = TimingPlan(flush_l2=mode is not None, flush_mode=mode or "write", interleave=interleave)
     medians_a, ratios, pooled = [], [], []
     for _ in range(REPEATS):
         samples, _method = time_interleaved_cuda({"A": lambda: op(a), "B": lambda: op(b)}, plan)
@@ -105,10 +118,11 @@ def main(out: str) -> None:
     t0 = time.time()
     workloads = [("add_one", add_one, (n,)) for n in (1 << 12, 1 << 16, 1 << 20, 1 << 22, 1 << 24)]
     workloads += [("row_norm", row_norm, s) for s in ((256, 1024), (4096, 1024), (8192, 4096))]
+    workloads += [("host_heavy", host_heavy, (n,)) for n in (1 << 12, 1 << 20)]
     for label, op, shape in workloads:
         row = {}
-        for mode in ("write", "read", None):
-            row[mode or "none"] = probe(op, shape, mode)
+        for name, mode, interleave in MODES:
+            row[name] = probe(op, shape, mode, interleave)
         key = f"{label}{list(shape)}"
         results[key] = row
         print(key, json.dumps({m: (r["median_a_us"], r["worst_ratio_off"], r["median_spread"])

@@ -17,8 +17,8 @@
 #   JOBS         workers side by side for untimed runs (default 6)
 #   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
 #                (their compiled kernels went with that machine; default 0.25)
-#   FLUSH_MODES  space-separated L2 flush modes the selfcheck step runs under, one after the other
-#                (write | read, runtime.timing.FLUSH_MODES; default: the configured one)
+#   TIMING_MODES space-separated FLUSH:INTERLEAVE pairs the selfcheck step runs under, one after
+#                the other (runtime.timing.FLUSH_MODES, INTERLEAVE_MODES; default: the configured one)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
@@ -114,13 +114,14 @@ for step in "$@"; do
         --out "$OUT/baseline.json" 2>&1 | tail -60
       ;;
     selfcheck)
-      modes=(${FLUSH_MODES:-${TRITONFORGE_FLUSH_MODE:-write}}); k=${#modes[@]}
+      modes=(${TIMING_MODES:-${TRITONFORGE_FLUSH_MODE:-write}:${TRITONFORGE_TIMING_INTERLEAVE:-block}}); k=${#modes[@]}
       for mode in "${modes[@]}"; do   # each mode gets an equal share of what is left
-        log "selfcheck (flush: $mode)"
-        TRITONFORGE_FLUSH_MODE="$mode" timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
-          --run-dir ".gpu-store/selfcheck-$mode" \
+        log "selfcheck (flush:interleave $mode)"
+        TRITONFORGE_FLUSH_MODE="${mode%%:*}" TRITONFORGE_TIMING_INTERLEAVE="${mode##*:}" \
+          timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
+          --run-dir ".gpu-store/selfcheck-${mode/:/-}" \
           --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
-          --out "$OUT/selfcheck-$mode.json" 2>&1 | tail -40
+          --out "$OUT/selfcheck-${mode/:/-}.json" 2>&1 | tail -40
         k=$(( k - 1 ))
       done
       ;;

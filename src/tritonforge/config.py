@@ -41,6 +41,7 @@ class Settings:
     timing_warmup_ms: float = 25.0
     flush_l2: bool = True
     flush_mode: str = "write"         # write: zero a buffer (do_bench's); read: read one (clean L2)
+    timing_interleave: str = "block"  # block: a variant's calls of a round back to back; call: turns
     cuda_graph: bool = False
     max_rounds: int = 8
     patience: int = 2                 # rounds without gain before stopping
@@ -130,6 +131,8 @@ def load_settings(
         raise ConfigError(f"profile must be auto, static or off, not {settings.profile!r}")
     if settings.flush_mode not in ("write", "read"):
         raise ConfigError(f"flush_mode must be write or read, not {settings.flush_mode!r}")
+    if settings.timing_interleave not in ("block", "call"):
+        raise ConfigError(f"timing_interleave must be block or call, not {settings.timing_interleave!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):
         raise ConfigError(f"emit must be auto, fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):

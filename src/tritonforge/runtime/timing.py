@@ -42,6 +42,9 @@ class TimingPlan:
     warmup_ms: float = 25.0
     flush_l2: bool = True
     flush_mode: str = "write"     # FLUSH_MODES: how the L2 is emptied before each timed call
+    interleave: str = "block"     # INTERLEAVE_MODES: block: each variant's calls of a round back
+    # to back; call: the variants take turns call by call (a slow drift or a host/GPU regime
+    # that lasts milliseconds then hits every variant alike)
     cuda_graph: bool = False
     max_calls_per_round: int = 200
     min_rounds: int = 4
@@ -50,6 +53,7 @@ class TimingPlan:
 
 
 FLUSH_MODES = ("write", "read")
+INTERLEAVE_MODES = ("block", "call")
 
 
 class _Flusher:
@@ -76,7 +80,7 @@ class _Flusher:
         if self.buffer is None:
             return
         if self.total is not None:
-            torch.sum(self.buffer, dtype=torch.int64, out=self.total)
+            torch.sum(self.buffer, dim=0, dtype=torch.int64, out=self.total)
         else:
             self.buffer.zero_()
 
@@ -133,6 +137,27 @@ def _capture_graph(fn: Callable[[], object], calls: int, flush: _Flusher) -> tup
     return work, flushes
 
 
+def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], calls: int,
+                       flush: _Flusher) -> dict[str, list[float]]:
+    """``calls`` turns; in each, every variant of ``order`` is timed once (the order rotating
+    from turn to turn, so no variant always follows the same one)."""
+    events = []
+    for i in range(calls):
+        turn = order[i % len(order):] + order[: i % len(order)]
+        for name in turn:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush()
+            start.record()
+            fns[name]()
+            end.record()
+            events.append((name, start, end))
+    torch.cuda.synchronize()
+    out: dict[str, list[float]] = {n: [] for n in order}
+    for name, start, end in events:
+        out[name].append(start.elapsed_time(end))
+    return out
+
+
 def _time_graph(graphs: tuple[object, object], calls: int) -> float:
     work, flushes = graphs
     times = []
@@ -182,6 +207,12 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
             if plan.case_budget_ms is not None and spent_ms > plan.case_budget_ms:
                 break
         order = active[r % len(active):] + active[: r % len(active)]
+        if plan.interleave == "call" and not graphs and len(order) > 1:
+            turns = max(1, min(calls[n] for n in order))
+            for name, got in _time_events_turns(fns, order, turns, flush).items():
+                samples[name].extend(got)
+                spent_ms += turns * estimates[name]
+            continue
         for name in order:
             if graphs:
                 samples[name].append(_time_graph(graphs[name], calls[name]))
