@@ -75,7 +75,7 @@ for step in "$@"; do
       ;;
     flushprobe)
       log "flush probe: the same call against itself under each L2 flush mode"
-      timeout 240 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
+      timeout 300 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
       ;;
     testgen)
       log "testgen: generated performance sizes vs the perf scripts' sizes (budget $(( $(left) - 40 )) s)"
