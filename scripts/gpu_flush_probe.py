@@ -26,7 +26,7 @@ import triton.language as tl
 sys.path.insert(0, "src")
 from tritonforge.runtime.timing import TimingPlan, time_interleaved_cuda  # noqa: E402
 
-REPEATS = 5
+REPEATS = 4
 
 
 @triton.jit
@@ -64,23 +64,25 @@ def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / med if med else float("nan")
 
 
-def host_heavy(x: torch.Tensor) -> torch.Tensor:
-    """add_one after 40 us of host work, as a wrapper with much Python around its launch."""
-    until = time.perf_counter() + 40e-6
-    while time.perf_counter() < until:
-        pass
-    return add_one(x)
+def host_heavy(us: float):
+    """add_one after ``us`` of host work, as a wrapper with much Python around its launch."""
+    def op(x: torch.Tensor) -> torch.Tensor:
+        until = time.perf_counter() + us * 1e-6
+        while time.perf_counter() < until:
+            pass
+        return add_one(x)
+    return op
 
 
-# (label, flush mode or None for no flush, interleave mode)
-MODES = (("write-block", "write", "block"), ("write-call", "write", "call"),
-         ("read-block", "read", "block"), ("read-call", "read", "call"), ("none-block", None, "block"))
+# (label, flush mode, interleave mode, paced): the engine's old default first
+MODES = (("write-block", "write", "block", False), ("read-call", "read", "call", False),
+         ("write-block-paced", "write", "block", True), ("read-call-paced", "read", "call", True))
 
 
-def probe(op, shape: tuple[int, ...], mode: str | None, interleave: str) -> dict[str, object]:
+def probe(op, shape: tuple[int, ...], mode: str, interleave: str, pace: bool) -> dict[str, object]:
     a = torch.rand(shape, device="cuda")
     b = a.clone()
-    plan = TimingPlan(flush_l2=mode is not None, flush_mode=mode or "write", interleave=interleave)
+    plan = TimingPlan(flush_mode=mode, interleave=interleave, pace=pace)
     medians_a, ratios, pooled = [], [], []
     for _ in range(REPEATS):
         samples, _method = time_interleaved_cuda({"A": lambda: op(a), "B": lambda: op(b)}, plan)
@@ -115,21 +117,22 @@ def main(out: str) -> None:
     results: dict[str, object] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                   "triton": triton.__version__, "repeats": REPEATS,
                                   "flush_us": {m: round(flush_us(m), 1) for m in ("write", "read")}}
+    print("flush us", results["flush_us"], flush=True)
     t0 = time.time()
-    workloads = [("add_one", add_one, (n,)) for n in (1 << 12, 1 << 16, 1 << 20, 1 << 22, 1 << 24)]
-    workloads += [("row_norm", row_norm, s) for s in ((256, 1024), (4096, 1024), (8192, 4096))]
-    workloads += [("host_heavy", host_heavy, (n,)) for n in (1 << 12, 1 << 20)]
+    workloads = [("add_one", add_one, (n,)) for n in (1 << 12, 1 << 20, 1 << 24)]
+    workloads += [("row_norm", row_norm, (4096, 1024))]
+    workloads += [(f"host_heavy_{us}us", host_heavy(us), (1 << 12,)) for us in (40, 120)]
     for label, op, shape in workloads:
         row = {}
-        for name, mode, interleave in MODES:
-            row[name] = probe(op, shape, mode, interleave)
+        for name, mode, interleave, pace in MODES:
+            row[name] = probe(op, shape, mode, interleave, pace)
         key = f"{label}{list(shape)}"
         results[key] = row
         print(key, json.dumps({m: (r["median_a_us"], r["worst_ratio_off"], r["median_spread"])
                                for m, r in row.items()}), flush=True)
-    results["seconds"] = round(time.time() - t0, 1)
-    with open(out, "w") as f:
-        json.dump(results, f, indent=1)
+        results["seconds"] = round(time.time() - t0, 1)
+        with open(out, "w") as f:      # after each workload: a probe cut short keeps what it has
+            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":

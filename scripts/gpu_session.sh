@@ -17,8 +17,9 @@
 #   JOBS         workers side by side for untimed runs (default 6)
 #   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
 #                (their compiled kernels went with that machine; default 0.25)
-#   TIMING_MODES space-separated FLUSH:INTERLEAVE pairs the selfcheck step runs under, one after
-#                the other (runtime.timing.FLUSH_MODES, INTERLEAVE_MODES; default: the configured one)
+#   TIMING_MODES space-separated FLUSH:INTERLEAVE:PACE triples the selfcheck step runs under, one
+#                after the other (runtime.timing.FLUSH_MODES, INTERLEAVE_MODES, pace 0|1; default:
+#                the configured settings)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
@@ -75,7 +76,7 @@ for step in "$@"; do
       ;;
     flushprobe)
       log "flush probe: the same call against itself under each L2 flush mode"
-      timeout 300 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
+      timeout 200 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
       ;;
     testgen)
       log "testgen: generated performance sizes vs the perf scripts' sizes (budget $(( $(left) - 40 )) s)"
@@ -114,14 +115,19 @@ for step in "$@"; do
         --out "$OUT/baseline.json" 2>&1 | tail -60
       ;;
     selfcheck)
-      modes=(${TIMING_MODES:-${TRITONFORGE_FLUSH_MODE:-write}:${TRITONFORGE_TIMING_INTERLEAVE:-block}}); k=${#modes[@]}
+      # TIMING_MODES: FLUSH:INTERLEAVE:PACE triples, e.g. "write:block:0 read:call:1"
+      modes=(${TIMING_MODES:-default}); k=${#modes[@]}
       for mode in "${modes[@]}"; do   # each mode gets an equal share of what is left
-        log "selfcheck (flush:interleave $mode)"
-        TRITONFORGE_FLUSH_MODE="${mode%%:*}" TRITONFORGE_TIMING_INTERLEAVE="${mode##*:}" \
-          timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
-          --run-dir ".gpu-store/selfcheck-${mode/:/-}" \
+        log "selfcheck (timing mode $mode)"
+        if [ "$mode" != default ]; then
+          IFS=: read -r f i p <<< "$mode"
+          export TRITONFORGE_FLUSH_MODE="$f" TRITONFORGE_TIMING_INTERLEAVE="$i" TRITONFORGE_TIMING_PACE="$p"
+        fi
+        timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
+          --run-dir ".gpu-store/selfcheck-${mode//:/-}" \
           --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
-          --out "$OUT/selfcheck-${mode/:/-}.json" 2>&1 | tail -40
+          --out "$OUT/selfcheck-${mode//:/-}.json" 2>&1 | tail -40
+        unset TRITONFORGE_FLUSH_MODE TRITONFORGE_TIMING_INTERLEAVE TRITONFORGE_TIMING_PACE
         k=$(( k - 1 ))
       done
       ;;

@@ -34,6 +34,9 @@ class Status(str, enum.Enum):
 
 class TimingMethod(str, enum.Enum):
     CUDA_EVENTS = "cuda-events"
+    # CUDA events with the GPU kept ahead of the host, each sample the longer of the call's GPU
+    # time and its host issue time (runtime.timing._Pacer)
+    CUDA_EVENTS_PACED = "cuda-events-paced"
     CUDA_GRAPH = "cuda-graph"
     INTERPRETER = "interpreter"   # CPU through TRITON_INTERPRET=1: never a performance figure
 

@@ -152,6 +152,7 @@ def timing_plan(settings: Settings) -> TimingPlan:
     return TimingPlan(rounds=settings.timing_rounds, round_ms=settings.timing_round_ms,
                       warmup_ms=settings.timing_warmup_ms, flush_l2=settings.flush_l2,
                       flush_mode=settings.flush_mode, interleave=settings.timing_interleave,
+                      pace=settings.timing_pace,
                       cuda_graph=settings.cuda_graph)
 
 

@@ -42,6 +42,8 @@ class TimingPlan:
     warmup_ms: float = 25.0
     flush_l2: bool = True
     flush_mode: str = "write"     # FLUSH_MODES: how the L2 is emptied before each timed call
+    pace: bool = False            # _Pacer: GPU kept ahead of the host; a sample is the longer of
+    # the call's GPU time and its host issue time
     interleave: str = "block"     # INTERLEAVE_MODES: block: each variant's calls of a round back
     # to back; call: the variants take turns call by call (a slow drift or a host/GPU regime
     # that lasts milliseconds then hits every variant alike)
@@ -70,19 +72,93 @@ class _Flusher:
         if mode not in FLUSH_MODES:
             raise ValueError(f"flush mode must be one of {FLUSH_MODES}, not {mode!r}")
         self.mode = mode
-        self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if enabled else None
+        self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda") if enabled else None
         self.total = None
         if self.buffer is not None and mode == "read":
             self.buffer.zero_()
-            self.total = torch.zeros((), dtype=torch.int64, device="cuda")
+            self.total = torch.zeros((), dtype=torch.float32, device="cuda")
 
     def __call__(self) -> None:
         if self.buffer is None:
             return
         if self.total is not None:
-            torch.sum(self.buffer, dim=0, dtype=torch.int64, out=self.total)
+            torch.sum(self.buffer, dim=0, out=self.total)
         else:
             self.buffer.zero_()
+
+
+_CYCLES_PER_MS: list[float] = []
+PAD_LIMIT_MS = 2.0          # the longest GPU sleep put ahead of a timed call
+HOST_SAMPLED_BELOW_MS = 2.0  # calls whose GPU time is longer than this: the host cannot dominate
+
+
+def _sleep_cycles_per_ms() -> float:
+    """How many ``torch.cuda._sleep`` cycles last a millisecond on this GPU (measured once)."""
+    if not _CYCLES_PER_MS:
+        cycles = 200_000
+        torch.cuda._sleep(cycles)   # warm
+        runs = []
+        for _ in range(3):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            torch.cuda._sleep(cycles)
+            e.record()
+            torch.cuda.synchronize()
+            runs.append(s.elapsed_time(e))
+        _CYCLES_PER_MS.append(cycles / max(statistics.median(runs), 1e-4))
+    return _CYCLES_PER_MS[0]
+
+
+class _Pacer:
+    """Times the GPU side and the host side of a call apart, so that neither races the other.
+
+    With only CUDA events around the call, a call whose host side (the wrapper's Python and the
+    launches) takes about as long as the flush before it runs on the GPU lands, sample by
+    sample, in one of two regimes: the GPU is ahead (the events see the kernels alone) or it
+    waits for the host (they see the wrapper's Python). The same original then read 4.3 us in
+    one evaluation and 13.3 us in the next, or 5.8 us against itself at 451 us
+    (fast_rms_layernorm, H100 session 10). Here a GPU sleep longer than the call's host side
+    goes before the start event, so the events see the GPU's work alone; the host side is timed
+    on its own, each call after a synchronisation (a wrapper that synchronises inside pays for
+    its own kernels, as it would in use); and a sample is the longer of the two: a call costs
+    whichever of issuing it and running it is slower, the same for the original and the
+    candidate, so a change that adds host work (an autotuner's dispatch) is not hidden.
+    """
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.pad_cycles: dict[str, int] = {}
+
+    def learn(self, name: str, fn: Callable[[], object]) -> None:
+        """Measure ``fn``'s host time and size the sleep that keeps the GPU ahead of it."""
+        if not self.enabled:
+            return
+        host = statistics.median(self.host_samples(fn, 5))
+        pad_ms = min(PAD_LIMIT_MS, 1.5 * host + 0.02)
+        self.pad_cycles[name] = int(pad_ms * _sleep_cycles_per_ms())
+
+    def pad(self, name: str) -> None:
+        cycles = self.pad_cycles.get(name, 0)
+        if cycles:
+            torch.cuda._sleep(cycles)
+
+    @staticmethod
+    def host_samples(fn: Callable[[], object], calls: int) -> list[float]:
+        out = []
+        for _ in range(calls):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+        return out
+
+    def combine(self, fn: Callable[[], object], gpu: list[float], estimate_ms: float) -> list[float]:
+        """Each GPU sample raised to a host sample where the host is slower."""
+        if not self.enabled or not gpu or estimate_ms > HOST_SAMPLED_BELOW_MS:
+            return gpu
+        host = self.host_samples(fn, min(len(gpu), 10))
+        return [max(g, host[i % len(host)]) for i, g in enumerate(gpu)]
 
 
 def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) -> float:
@@ -107,11 +183,14 @@ def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) ->
     return per_call
 
 
-def _time_events(fn: Callable[[], object], calls: int, flush: _Flusher) -> list[float]:
+def _time_events(fn: Callable[[], object], calls: int, flush: _Flusher,
+                 pad: Callable[[], None] | None = None) -> list[float]:
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
     for i in range(calls):
         flush()
+        if pad is not None:
+            pad()
         starts[i].record()
         fn()
         ends[i].record()
@@ -138,7 +217,7 @@ def _capture_graph(fn: Callable[[], object], calls: int, flush: _Flusher) -> tup
 
 
 def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], calls: int,
-                       flush: _Flusher) -> dict[str, list[float]]:
+                       flush: _Flusher, pacer: _Pacer | None = None) -> dict[str, list[float]]:
     """``calls`` turns; in each, every variant of ``order`` is timed once (the order rotating
     from turn to turn, so no variant always follows the same one)."""
     events = []
@@ -147,6 +226,8 @@ def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], c
         for name in turn:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             flush()
+            if pacer is not None:
+                pacer.pad(name)
             start.record()
             fns[name]()
             end.record()
@@ -175,12 +256,19 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
                           progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
     """Time every variant in ``fns`` in interleaved rounds; return all samples (ms) per variant."""
     flush = _Flusher(plan.flush_l2, plan.flush_mode)
+    pacer = _Pacer(plan.pace and not plan.cuda_graph)
     names = list(fns)
     estimates = {}
     for name in names:
         if progress:
             progress(name)
         estimates[name] = _estimate_ms(fns[name], flush, plan.warmup_ms)
+        if pacer.enabled and estimates[name] < plan.warmup_ms:
+            # the unpaced estimate of a quick call can be the host's time, not the call's (one
+            # read 451 us for a 5.8 us call, and the variant was dropped as hopeless on it)
+            pacer.learn(name, fns[name])
+            paced = _time_events(fns[name], 3, flush, lambda n=name: pacer.pad(n))
+            estimates[name] = max(statistics.median(pacer.combine(fns[name], paced, 0.0)), 1e-3)
     calls = {n: max(1, min(plan.max_calls_per_round, int(plan.round_ms / estimates[n]))) for n in names}
     samples: dict[str, list[float]] = {n: [] for n in names}
     active = list(names)
@@ -192,7 +280,7 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
             if estimates[n] > 3 * max(plan.abandon_slower, 1.0) * ref and estimates[n] > 0.05:
                 samples[n].append(estimates[n])
                 active.remove(n)
-    method = TimingMethod.CUDA_EVENTS
+    method = TimingMethod.CUDA_EVENTS_PACED if pacer.enabled else TimingMethod.CUDA_EVENTS
     graphs = {}
     if plan.cuda_graph:
         try:
@@ -209,13 +297,16 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         order = active[r % len(active):] + active[: r % len(active)]
         if plan.interleave == "call" and not graphs and len(order) > 1:
             turns = max(1, min(calls[n] for n in order))
-            for name, got in _time_events_turns(fns, order, turns, flush).items():
-                samples[name].extend(got)
+            for name, got in _time_events_turns(fns, order, turns, flush, pacer).items():
+                samples[name].extend(pacer.combine(fns[name], got, estimates[name]))
                 spent_ms += turns * estimates[name]
             continue
         for name in order:
             if graphs:
                 samples[name].append(_time_graph(graphs[name], calls[name]))
+            elif pacer.enabled:
+                got = _time_events(fns[name], calls[name], flush, lambda n=name: pacer.pad(n))
+                samples[name].extend(pacer.combine(fns[name], got, estimates[name]))
             else:
                 samples[name].extend(_time_events(fns[name], calls[name], flush))
             spent_ms += calls[name] * estimates[name]

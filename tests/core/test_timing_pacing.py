@@ -1,0 +1,130 @@
+"""Pacing and call-by-call turns in the timing loop, on a fake CUDA clock.
+
+The fake stream keeps one GPU clock: a flush, a sleep and each variant's kernel add their time to
+it; an event records the clock when the GPU reaches it, which is never earlier than the host's
+clock at the moment the event was issued (the GPU cannot start work it has not been given). The
+host clock advances by each variant's host cost. So an unpaced call whose host side is longer
+than the flush is timed as host time, and a paced one as GPU time, as on a real GPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tritonforge.runtime import timing
+from tritonforge.runtime.timing import TimingPlan, time_interleaved_cuda
+
+
+class FakeCuda:
+    """One stream: ``gpu`` is when the GPU finishes the work given so far, ``host`` the host's time."""
+
+    FLUSH_MS = 0.085
+    CYCLES_PER_MS = 1_000_000.0
+
+    def __init__(self):
+        self.gpu = 0.0
+        self.host = 0.0
+        self.slept_cycles = []
+
+    def enqueue(self, ms: float) -> None:
+        self.gpu = max(self.gpu, self.host) + ms
+
+    def event(self):
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.at = None
+
+            def record(self):
+                fake.enqueue(0.0)
+                self.at = fake.gpu
+
+            def elapsed_time(self, other):
+                return other.at - self.at
+        return Event
+
+    def sleep(self, cycles: int) -> None:
+        self.slept_cycles.append(cycles)
+        self.enqueue(cycles / self.CYCLES_PER_MS)
+
+    def synchronize(self) -> None:
+        self.host = max(self.host, self.gpu)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    cuda = FakeCuda()
+    monkeypatch.setattr(timing.torch.cuda, "Event", cuda.event())
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", cuda.synchronize)
+    monkeypatch.setattr(timing.torch.cuda, "_sleep", cuda.sleep, raising=False)
+    monkeypatch.setattr(timing, "_CYCLES_PER_MS", [FakeCuda.CYCLES_PER_MS])
+    monkeypatch.setattr(timing, "_Flusher", lambda enabled, mode="write": (lambda: cuda.enqueue(FakeCuda.FLUSH_MS)))
+    clock = {"t": 0.0}
+
+    def perf_counter():
+        return cuda.host / 1e3
+    monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
+    del clock
+    return cuda
+
+
+def call(cuda: FakeCuda, host_ms: float, gpu_ms: float):
+    """A wrapper: ``host_ms`` of Python, then one kernel of ``gpu_ms``."""
+    def fn():
+        cuda.host += host_ms
+        cuda.enqueue(gpu_ms)
+    return fn
+
+
+def test_unpaced_events_of_a_host_heavy_call_read_its_host_time(fake):
+    """The race the pacer removes: the events see the wrapper's Python, not the kernel."""
+    fns = {"a": call(fake, 0.2, 0.005)}
+    samples, method = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5,
+                                                            case_budget_ms=None))
+    assert method.value == "cuda-events"
+    assert statistics.median(samples["a"]) > 0.1
+
+
+def test_paced_samples_are_the_longer_of_gpu_and_host_time(fake):
+    fns = {"light": call(fake, 0.010, 0.050), "heavy": call(fake, 0.200, 0.005)}
+    samples, method = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                            abandon_slower=None, case_budget_ms=None))
+    assert method.value == "cuda-events-paced"
+    # a GPU-bound call: its kernel time exactly, however the flush and the host interleave
+    assert statistics.median(samples["light"]) == pytest.approx(0.050)
+    # a host-bound call: its host issue time, not the 5 us kernel
+    assert statistics.median(samples["heavy"]) == pytest.approx(0.200)
+    assert fake.slept_cycles and max(fake.slept_cycles) <= timing.PAD_LIMIT_MS * FakeCuda.CYCLES_PER_MS
+
+
+def test_paced_timing_does_not_drop_a_variant_on_an_unpaced_estimate(fake):
+    """Two identical host-heavy calls: neither is 'hopeless' however the first estimate fell."""
+    fns = {"a": call(fake, 0.3, 0.004), "b": call(fake, 0.3, 0.004)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=5, round_ms=2.0, warmup_ms=1.0, pace=True,
+                                                       case_budget_ms=None))
+    assert len(samples["a"]) == len(samples["b"]) > 1
+    ratio = statistics.median(samples["b"]) / statistics.median(samples["a"])
+    assert ratio == pytest.approx(1.0)
+
+
+def test_turns_give_every_variant_the_same_number_of_calls_each_round(fake):
+    fns = {"inc": call(fake, 0.01, 0.02), "c0": call(fake, 0.01, 0.03), "c1": call(fake, 0.01, 0.025)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=3, round_ms=0.3, warmup_ms=0.1, interleave="call",
+                                                       pace=True, abandon_slower=None, case_budget_ms=None))
+    counts = {n: len(v) for n, v in samples.items()}
+    assert len(set(counts.values())) == 1 and counts["inc"] >= 3
+    assert statistics.median(samples["c0"]) == pytest.approx(0.03)
+    assert statistics.median(samples["inc"]) == pytest.approx(0.02)
+
+
+def test_a_bad_flush_mode_is_refused():
+    from tritonforge.config import load_settings
+    from tritonforge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="flush_mode"):
+        load_settings(overrides={"flush_mode": "bogus"}, env={})
+    with pytest.raises(ConfigError, match="timing_interleave"):
+        load_settings(overrides={"timing_interleave": "sometimes"}, env={})
