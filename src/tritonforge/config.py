@@ -42,7 +42,7 @@ class Settings:
     flush_l2: bool = True
     flush_mode: str = "read"          # write: zero a buffer (do_bench's); read: read one (clean L2)
     timing_interleave: str = "call"   # block: a variant's calls of a round back to back; call: turns
-    timing_pace: bool = True          # GPU kept ahead of the host; a sample = max(GPU, host time)
+    timing_pace: bool = False         # GPU kept ahead of the host; a sample = max(GPU, host time)
     cuda_graph: bool = False
     max_rounds: int = 8
     patience: int = 2                 # rounds without gain before stopping
