@@ -88,6 +88,7 @@ class _Flusher:
 
 
 _CYCLES_PER_MS: list[float] = []
+HOPELESS_FROM_MS = 1.0     # the warm-up estimate may drop a variant only from this call time
 PAD_LIMIT_MS = 2.0          # the longest GPU sleep put ahead of a timed call
 HOST_SAMPLED_BELOW_MS = 2.0  # calls whose GPU time is longer than this: the host cannot dominate
 
@@ -281,13 +282,16 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
     active = list(names)
     if plan.abandon_slower is not None and len(names) > 1:
         # hopeless already by the warm-up estimate (3x the margin over the reference's, far
-        # beyond noise), if a few more calls confirm it: they are its samples. The estimate
-        # alone once stood as a candidate's only sample, and one slow estimate is a verdict
-        # the per-case veto cannot question (l2_norm_bwd, H100 session 10).
+        # beyond noise), if a few more calls confirm it: they are its samples. Only for calls
+        # of a millisecond or more: below that a call timed alone lands in the host-bound or
+        # the GPU-bound regime as a whole (an estimate of 0.71 ms for a 5 us call vetoed every
+        # l2_norm_bwd candidate as up to 138x slower; 15 confirming calls of the same file
+        # read 76 us where the file itself, timed in turns, read 38 us: H100 session 10), and
+        # such calls are cheap to time in full anyway.
         ref = estimates[names[0]]
         limit = 3 * max(plan.abandon_slower, 1.0) * ref
         for n in names[1:]:
-            if estimates[n] > limit and estimates[n] > 0.05:
+            if estimates[n] > limit and estimates[n] >= HOPELESS_FROM_MS:
                 confirm = _time_events(fns[n], confirm_calls(estimates[n], plan), flush)
                 if statistics.median(confirm) > limit:
                     samples[n].extend(confirm)
