@@ -10,7 +10,7 @@
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
 #            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
 # or, without a second copy of the stores in the carry (they travel with the tree as .sqlite.gz):
-#        run(command="STORES=h100-2026-11-23-s9d DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
+#        run(command="STORES=h100-2026-11-24-s10d DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
 #            carry=[".whl", ".tbdata"])
 # and after each call keep what it brought back and resume from it:
 #   bash scripts/save_gpu_call.sh FILES_AT bench/results/<session dir> callN <store suffix>
