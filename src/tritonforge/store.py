@@ -231,21 +231,31 @@ class RunStore:
         return loads(row[0]) if row else None
 
     @_locked
-    def forget_task(self, name: str, record_kind: str, keep_record: bool = False) -> int:
+    def record_created(self, kind: str, key: str) -> float | None:
+        """When the record ``(kind, key)`` was last written (``time.time()``), or None."""
+        row = self.db.execute("SELECT created FROM records WHERE kind=? AND key=?",
+                              (kind, key)).fetchone()
+        return row[0] if row else None
+
+    @_locked
+    def forget_task(self, name: str, record_kind: str, keep_record: bool = False,
+                    before: float | None = None) -> int:
         """Delete everything stored for task ``name`` (its ``record_kind`` record, evaluations with
         their results and timings, decisions, profiles, candidates), so that a resumed run does it
         again from scratch; returns how many evaluations went. Used to re-run a record after a
         harness fix, visibly (``bench optimize --redo``), instead of by hand. ``keep_record``
         keeps the record itself until a new one replaces it: a re-run cut off by the end of its
-        call then leaves the earlier result, not none."""
-        ids = [r[0] for r in self.db.execute("SELECT id FROM evaluations WHERE task=?", (name,))]
+        call then leaves the earlier result, not none. ``before`` (a ``time.time()``): only the
+        rows stored before then go; a cut re-run's own work, stored after it, stays."""
+        when, args = ("", (name,)) if before is None else (" AND created < ?", (name, before))
+        ids = [r[0] for r in self.db.execute(f"SELECT id FROM evaluations WHERE task=?{when}", args)]
         self.db.execute("BEGIN")
         try:
             for table in ("results", "timings"):
                 self.db.executemany(f"DELETE FROM {table} WHERE evaluation=?", [(i,) for i in ids])
-            self.db.execute("DELETE FROM evaluations WHERE task=?", (name,))
+            self.db.executemany("DELETE FROM evaluations WHERE id=?", [(i,) for i in ids])
             for table in ("decisions", "profiles", "candidates"):
-                self.db.execute(f"DELETE FROM {table} WHERE task=?", (name,))
+                self.db.execute(f"DELETE FROM {table} WHERE task=?{when}", args)
             if not keep_record:
                 self.db.execute("DELETE FROM records WHERE kind=? AND key=?", (record_kind, name))
         except BaseException:

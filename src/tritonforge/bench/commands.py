@@ -18,6 +18,7 @@ from ..runtime.service import Evaluator, resolve_device
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
 from .baseline import run_baseline
+from .redo import forget_for_redo
 from .selfcheck import self_check
 
 
@@ -204,9 +205,13 @@ def _optimize(args: argparse.Namespace, settings) -> int:
             """Forget ``name``'s cached work just before it runs again (``run_suite``); its record
             stays until the re-run stores a new one (session 9 lost three records to a call that
             ended mid re-run, and got them back only by running them once more)."""
-            gone = store.forget_task(name, "optimize", keep_record=True)
-            _say(f"--redo {name}: {gone} cached evaluation(s) forgotten; it runs again (its stored "
-                 "record stays until the new one replaces it)")
+            gone, resumed = forget_for_redo(store, name)
+            if resumed:
+                _say(f"--redo {name}: resuming the re-run an earlier call did not finish (same "
+                     f"engine); {gone} older evaluation(s) forgotten, its own kept")
+            else:
+                _say(f"--redo {name}: {gone} cached evaluation(s) forgotten; it runs again (its "
+                     "stored record stays until the new one replaces it)")
         work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
         evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
         counter = iter(range(100_000))

@@ -591,21 +591,28 @@ class Optimizer(OutputStage):
             device_name=hardware.name if hardware else None,
             capability=hardware.capability if hardware else None,
             perf_inputs_dir=Path(self.settings.run_dir) / "perf-inputs")
-        try:
-            outcome = profile_task(replace(self.task, source=incumbent.source),
-                                   self.settings.replace(run_dir=str(Path(self.settings.run_dir) / "profiles")),
-                                   options)
-        except Exception as exc:  # noqa: BLE001 - profiling is advice, not a requirement
-            notes.append(f"profiling failed, proposing without a diagnosis: {exc}")
-            return None
-        self.profile = outcome.profile
-        d = outcome.profile.diagnosis
+        kept = self.store.latest_profile(self.task.name, incumbent.hash) if self.store else None
+        if kept is not None and kept.case_id == case and (kept.source == "ncu") == use_ncu:
+            # a resumed run (a killed one, or a cut --redo): the profile of the same source on
+            # the same case is advice already paid for (an ncu run is 30 s of exclusive GPU)
+            profile, where = kept, " (stored)"
+        else:
+            try:
+                profile = profile_task(replace(self.task, source=incumbent.source),
+                                       self.settings.replace(run_dir=str(Path(self.settings.run_dir) / "profiles")),
+                                       options).profile
+            except Exception as exc:  # noqa: BLE001 - profiling is advice, not a requirement
+                notes.append(f"profiling failed, proposing without a diagnosis: {exc}")
+                return None
+            where = ""
+            if self.store:
+                self.store.put_profile(self.task.name, incumbent.hash, profile)
+        self.profile = profile
+        d = profile.diagnosis
         if d is not None:
-            notes.append(f"diagnosis ({outcome.profile.source}): {d.bound.value}-bound, {d.bottleneck}; "
+            notes.append(f"diagnosis ({profile.source}{where}): {d.bound.value}-bound, {d.bottleneck}; "
                          "hints: " + ", ".join(h.kind for h in d.hints[:4]))
             self.progress(f"{self.task.name}: {notes[-1]}")
-        if self.store:
-            self.store.put_profile(self.task.name, incumbent.hash, outcome.profile)
         return d
 
 

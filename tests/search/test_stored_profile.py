@@ -1,0 +1,52 @@
+"""A resumed run reuses the stored profile of its incumbent instead of profiling again."""
+
+from types import SimpleNamespace
+
+import tritonforge.profile.session as session
+from tritonforge.config import Settings
+from tritonforge.model import Bound, Candidate, Diagnosis, Profile, Task
+from tritonforge.search.loop import Optimizer
+from tritonforge.store import RunStore
+
+ORIGINAL = Candidate("x = 1\n", "original")
+
+
+def _optimizer(tmp_path, store, interpreted=True):
+    opt = Optimizer.__new__(Optimizer)
+    opt.task = Task("t", ORIGINAL.source, ("f",), (), "test")
+    opt.settings = Settings(profile="auto", run_dir=str(tmp_path))
+    opt.store = store
+    opt.interpreted = interpreted
+    opt.progress = lambda s: None
+    return opt
+
+
+def _profile(source, case_id):
+    return Profile("t", case_id, source, diagnosis=Diagnosis(Bound.MEMORY, "stored bottleneck"))
+
+
+def test_a_stored_profile_of_the_same_kind_and_case_is_reused(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(session, "profile_task", lambda *a, **k: calls.append(a) or None)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        store.put_profile("t", ORIGINAL.hash, _profile("ncu", "perf-03"))
+        opt = _optimizer(tmp_path, store, interpreted=False)
+        notes = []
+        d = opt._diagnose(ORIGINAL, "perf-03", notes)
+        assert d.bottleneck == "stored bottleneck" and calls == []
+        assert "(ncu (stored))" in notes[-1]
+
+
+def test_another_case_or_kind_is_profiled_again(tmp_path, monkeypatch):
+    fresh = SimpleNamespace(profile=_profile("ncu", "perf-05"))
+    calls = []
+    monkeypatch.setattr(session, "profile_task", lambda *a, **k: calls.append(a) or fresh)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        store.put_profile("t", ORIGINAL.hash, _profile("ncu", "perf-03"))
+        store.put_profile("t", "other", _profile("ncu", "perf-05"))
+        opt = _optimizer(tmp_path, store, interpreted=False)
+        assert opt._diagnose(ORIGINAL, "perf-05", []).bottleneck == "stored bottleneck"
+        assert len(calls) == 1                            # another case: profiled again
+        store.put_profile("t", ORIGINAL.hash, _profile("timing-only", "perf-05"))
+        opt._diagnose(ORIGINAL, "perf-05", [])
+        assert len(calls) == 2                            # ncu asked for, only a timing one stored
