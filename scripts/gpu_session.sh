@@ -26,7 +26,8 @@
 #   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
 #   OPT_JOBS     verification workers per optimize shard (default 3)
 #   REDO         comma-separated records the optimize step runs again although stored (their
-#                cached work is forgotten when each starts; a record stays until replaced)
+#                cached work is forgotten when each starts; a record stays until replaced; a
+#                re-run an earlier call cut off resumes, with the same engine: bench/redo.py)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 #   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
 #   TG_RECORD_S  validation seconds per record in the testgen step (default 60)
