@@ -23,6 +23,7 @@ from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules
 from .protocol import EvaluateRequest, Progress
+from .quick_autotune import quicken_autotuners
 from .timing import far_slower, time_interleaved
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,18 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def autotunes_quickly(dev: str, request: EvaluateRequest) -> bool:
+    """A verification on the GPU (nothing timed) autotunes cheaply: runtime.quick_autotune."""
+    return dev == "cuda" and not request.time
+
+
+def module_label(task: str, variant: str, quick: bool) -> str:
+    """The name a variant's module is imported under in the worker. Quick-autotuning modules
+    get their own, so a timed request in the same worker never reuses their autotuners (and the
+    configs they chose cheaply); modules are cached by label and source (runtime.loader)."""
+    return f"{task}_{variant}" + ("_verify" if quick else "")
+
+
 def _selected_cases(request: EvaluateRequest) -> list[Case]:
     if request.case_ids is None:
         return list(request.task.cases)
@@ -93,11 +106,15 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         """Charge a patch of torch/triton/time to the candidate that made it (then undo it)."""
         return _watch(st) if watched and st is not states[0] else contextlib.nullcontext()
 
+    quick = autotunes_quickly(dev, request)
     for st in states:
         report(Progress("import", st.variant.name))
         try:
             with guarded(st):
-                st.module = import_source(module_dir, f"{task.name}_{st.variant.name}", st.variant.source)
+                st.module = import_source(module_dir, module_label(task.name, st.variant.name, quick),
+                                          st.variant.source)
+                if quick:
+                    quicken_autotuners(st.module)
         except BaseException as exc:  # noqa: BLE001 - a variant's import failure is data
             st.failure, broken = classify_exception(exc, importing=True)
     reference = states[0]
