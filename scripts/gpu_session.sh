@@ -189,5 +189,8 @@ tar czf "$FINAL_OUT/gpu-store.tgz" --exclude='*/worker*' --exclude='*/modules' -
 if [ "$(stat -c %s "$FINAL_OUT/gpu-store.tgz")" -gt $(( 15 * 1024 * 1024 )) ]; then
   split -b 15M -d "$FINAL_OUT/gpu-store.tgz" "$FINAL_OUT/gpu-store.tgz.part" && rm "$FINAL_OUT/gpu-store.tgz"
 fi
+# a second run of this script in the same call keeps the first one's logs (files of the same
+# name are this run's): its session.tgz would otherwise replace them (session 10, call 5)
+if [ -f "$FINAL_OUT/session.tgz" ]; then tar xzf "$FINAL_OUT/session.tgz" -C "$OUT" --skip-old-files 2>/dev/null; fi
 tar czf "$FINAL_OUT/session.tgz" -C "$OUT" . 2>/dev/null
 ls -la "$OUT" "$FINAL_OUT"
