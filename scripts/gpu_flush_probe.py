@@ -8,7 +8,7 @@ the next, with samples from 4 to 250 us). The suspicion: triton's do_bench flush
 buffer, which leaves the L2 full of dirty lines; the timed call then pays for writing part of
 them back. This probe times the same call against itself (A and B, interleaved exactly as the
 engine times an original and a candidate) several times over, under each flush mode
-(``runtime.timing.FLUSH_MODES``, and no flush for reference), and reports per mode how far the
+(``config.FLUSH_MODES``, and no flush for reference), and reports per mode how far the
 A/B ratio strays from 1 and how far A's median moves between repetitions.
 """
 

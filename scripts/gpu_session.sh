@@ -18,7 +18,7 @@
 #   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
 #                (their compiled kernels went with that machine; default 0.25)
 #   TIMING_MODES space-separated FLUSH:INTERLEAVE:PACE triples the selfcheck step runs under, one
-#                after the other (runtime.timing.FLUSH_MODES, INTERLEAVE_MODES, pace 0|1; default:
+#                after the other (config.FLUSH_MODES, INTERLEAVE_MODES, pace 0|1; default:
 #                the configured settings)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)

@@ -29,6 +29,10 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 }
 
 
+FLUSH_MODES = ("write", "read")         # runtime.timing._Flusher
+INTERLEAVE_MODES = ("block", "call")    # runtime.timing.time_interleaved_cuda
+
+
 @dataclass(frozen=True)
 class Settings:
     device: str = "auto"              # auto | cuda | cpu (cpu = Triton interpreter)
@@ -130,10 +134,11 @@ def load_settings(
     settings = base.replace(**coerced)
     if settings.profile not in ("auto", "static", "off"):
         raise ConfigError(f"profile must be auto, static or off, not {settings.profile!r}")
-    if settings.flush_mode not in ("write", "read"):
-        raise ConfigError(f"flush_mode must be write or read, not {settings.flush_mode!r}")
-    if settings.timing_interleave not in ("block", "call"):
-        raise ConfigError(f"timing_interleave must be block or call, not {settings.timing_interleave!r}")
+    if settings.flush_mode not in FLUSH_MODES:
+        raise ConfigError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, not {settings.flush_mode!r}")
+    if settings.timing_interleave not in INTERLEAVE_MODES:
+        raise ConfigError(f"timing_interleave must be one of {', '.join(INTERLEAVE_MODES)}, "
+                          f"not {settings.timing_interleave!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):
         raise ConfigError(f"emit must be auto, fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):

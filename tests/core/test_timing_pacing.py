@@ -62,12 +62,9 @@ def fake(monkeypatch):
     monkeypatch.setattr(timing.torch.cuda, "_sleep", cuda.sleep, raising=False)
     monkeypatch.setattr(timing, "_CYCLES_PER_MS", [FakeCuda.CYCLES_PER_MS])
     monkeypatch.setattr(timing, "_Flusher", lambda enabled, mode="write": (lambda: cuda.enqueue(FakeCuda.FLUSH_MS)))
-    clock = {"t": 0.0}
-
     def perf_counter():
         return cuda.host / 1e3
     monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
-    del clock
     return cuda
 
 

@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from ..config import FLUSH_MODES
 from ..model import TimingMethod
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024   # larger than any current GPU's L2 (H100 50 MB, H200 60 MB)
@@ -54,10 +55,6 @@ class TimingPlan:
     case_budget_ms: float | None = 6000.0
 
 
-FLUSH_MODES = ("write", "read")
-INTERLEAVE_MODES = ("block", "call")
-
-
 class _Flusher:
     """Empties the L2 cache before a timed call, so that the call reads its inputs from DRAM.
 
@@ -71,7 +68,6 @@ class _Flusher:
     def __init__(self, enabled: bool, mode: str = "write"):
         if mode not in FLUSH_MODES:
             raise ValueError(f"flush mode must be one of {FLUSH_MODES}, not {mode!r}")
-        self.mode = mode
         self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda") if enabled else None
         self.total = None
         if self.buffer is not None and mode == "read":
@@ -225,7 +221,7 @@ def _capture_graph(fn: Callable[[], object], calls: int, flush: _Flusher) -> tup
 
 
 def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], calls: int,
-                       flush: _Flusher, pacer: _Pacer | None = None) -> dict[str, list[float]]:
+                       flush: _Flusher, pad: Callable[[str], None] | None = None) -> dict[str, list[float]]:
     """``calls`` turns; in each, every variant of ``order`` is timed once (the order rotating
     from turn to turn, so no variant always follows the same one)."""
     events = []
@@ -234,8 +230,8 @@ def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], c
         for name in turn:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             flush()
-            if pacer is not None:
-                pacer.pad(name)
+            if pad is not None:
+                pad(name)
             start.record()
             fns[name]()
             end.record()
@@ -313,7 +309,8 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         order = active[r % len(active):] + active[: r % len(active)]
         if plan.interleave == "call" and not graphs and len(order) > 1:
             turns = max(1, min(calls[n] for n in order))
-            for name, got in _time_events_turns(fns, order, turns, flush, pacer).items():
+            for name, got in _time_events_turns(fns, order, turns, flush,
+                                                        pacer.pad if pacer.enabled else None).items():
                 samples[name].extend(pacer.combine(fns[name], got, estimates[name]))
                 spent_ms += turns * estimates[name]
             continue
