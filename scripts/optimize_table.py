@@ -7,6 +7,8 @@ Reads the OptimizeResult records (kind ``optimize``); with SUBSET.txt (one name 
 comments) the rows follow its order and the records not yet run are listed. Categories come from
 the TritonBench-G data ($TRITONFORGE_TRITONBENCH or ../shared/tritonbench_g). "queued" is the part
 of the wall time a record spent waiting for the GPU behind other shards (``--shard``; 0 unsharded).
+"(resumed)" marks a record whose first attempt a call's end cut: its wall time is the last
+attempt's alone.
 The headline is also split by category and by quartile of kernel length in lines (BENCHMARK.md;
 the kernel file's lines before the test section, quartiles over the records in the table).
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from tritonforge.bench.optimize import headline, held_back  # noqa: E402
+from tritonforge.bench.optimize import headline, held_back, resumed  # noqa: E402
 from tritonforge.search.loop import OptimizeResult  # noqa: E402,F401 - registers the record type
 from tritonforge.store import RunStore  # noqa: E402
 from tritonforge.tasks.tritonbench import load_records  # noqa: E402
@@ -43,7 +45,8 @@ def main(store_path: str, subset_path: str | None = None) -> None:
         cat = records[r.task].category if r.task in records else "?"
         print(f"| {r.task} | {cat} | {f.speedup if ok else 1.0:.3f}x | "
               f"{f'{f.speedup_low:.3f}x' if ok else '-'} | {f'{f.geomean:.3f}x' if ok else '-'} | "
-              f"{r.rounds} | {r.tried} | {r.wall_s:.0f} s | {getattr(r, 'blocked_s', 0.0):.0f} s | "
+              f"{r.rounds} | {r.tried} | {r.wall_s:.0f} s{' (resumed)' if resumed(r) else ''} | "
+              f"{getattr(r, 'blocked_s', 0.0):.0f} s | "
               f"{held_back(r) or 'success'}: {(f.reason if f else r.stop_reason)[:90]} |")
     left = [n for n in order if n not in done]
     print(f"\n{len(results)} records done" + (f"; not yet run: {', '.join(left)}" if left else ""))

@@ -3,14 +3,14 @@
 #   .whl/           libcst for the GPU image's python 3.12 (the transforms need it; no internet there)
 #   .tbdata/        a copy of ../shared/tritonbench_g (the TritonBench-G records)
 #   .gpu-store.tgz  the run stores to resume, packed (the carry is limited to 64 MiB), built from
-#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 10's
+#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 11's
 #                   committed stores, update them when a later session commits newer ones) and
 #                   the testgen sweep's committed records (TESTGEN_RECORDS); an
 #                   existing .gpu-store/ is kept as is.
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
 #            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
 # or, without a second copy of the stores in the carry (they travel with the tree as .sqlite.gz):
-#        run(command="STORES=h100-2026-11-24-s10d DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
+#        run(command="STORES=h100-2026-11-24-s11a DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
 #            carry=[".whl", ".tbdata"])
 # and after each call keep what it brought back and resume from it:
 #   bash scripts/save_gpu_call.sh FILES_AT bench/results/<session dir> callN <store suffix>
@@ -26,8 +26,8 @@ if [ ! -f .tbdata/kernels.json ]; then
 fi
 if [ ! -d .gpu-store ]; then
   mkdir -p .gpu-store/optimize .gpu-store/baseline
-  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-24-s10d.sqlite.gz}"
-  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s10d.sqlite.gz}"
+  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-24-s11a.sqlite.gz}"
+  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s11a.sqlite.gz}"
   gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
   gunzip -c "$base" > .gpu-store/baseline/store.sqlite
   # the testgen sweep resumes from its committed records (a record already there is skipped)

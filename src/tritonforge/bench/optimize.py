@@ -15,6 +15,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
+from dataclasses import is_dataclass, replace
 from typing import Callable, Collection
 
 from ..model import Task
@@ -61,6 +62,28 @@ def held_back(result) -> str:
     return "candidates verified but not faster"
 
 
+ATTEMPT_KIND = "optimize-attempt"      # store records: when a record's latest run started
+RESUMED_NOTE = "resumed: "
+
+
+def _note_resumed(result, earlier) -> object:
+    """``result`` with a note saying an earlier, unfinished attempt preceded it (if one did)."""
+    if (not isinstance(earlier, dict) or not isinstance(earlier.get("started"), (int, float))
+            or "finished" in earlier):
+        return result
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(earlier["started"]))
+    note = (f"{RESUMED_NOTE}an earlier attempt started {when} was cut before it stored a result; "
+            "wall_s counts only the attempt that finished")
+    if not is_dataclass(result) or not hasattr(result, "notes"):
+        return result       # a test double
+    return replace(result, notes=tuple(result.notes) + (note,))
+
+
+def resumed(result) -> bool:
+    """Whether ``result`` finished an attempt that an earlier, cut attempt preceded."""
+    return any(str(n).startswith(RESUMED_NOTE) for n in getattr(result, "notes", ()))
+
+
 def headline(results: list) -> dict:
     """BENCHMARK.md's headline figures over OptimizeResults (failures count as 1.0x)."""
     speedups = []
@@ -103,6 +126,13 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
     A record is started only with ``need_s`` seconds left (its per-kernel budget plus the final
     check): one squeezed into the end of a run would be stored with a search it never had (on the
     H100, 2026-11-23, a record cut to 34 s by the suite's budget was stored as "no transform").
+    With less time left than records took here (shards queue for the GPU, so a record's wall
+    time can be twice its budget) it still starts: a record the call's end cuts stores nothing,
+    and the next run resumes it from its cached evaluations and profile (``bench.redo``). Waiting
+    for a whole record's wall time instead left 200-240 s of a 585 s call idle in each of three
+    shards (H100 session 11, call 1). Each start leaves an attempt marker; a record finished
+    after an earlier attempt was cut says so in its notes, since its ``wall_s`` counts only the
+    attempt that finished.
     """
     start = time.perf_counter()
     left, walls = [], []
@@ -111,20 +141,26 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
         if store.get_record("optimize", task.name) is not None and not again:
             continue
         remaining = None if budget_s is None else budget_s - (time.perf_counter() - start)
-        # what a record took here so far counts too: shards queue for the GPU (which the
-        # per-kernel budget leaves out), and a record cut by the call's end is work lost
-        need = max(need_s, statistics.median(walls)) if walls else need_s
-        if remaining is not None and remaining < need:
+        if remaining is not None and remaining < need_s:
             left.append(task.name)
             continue
         if claim is not None and not claim(task.name):
             continue                    # another shard has it
+        if remaining is not None and walls and remaining < statistics.median(walls):
+            progress(f"{task.name}: started with {remaining:.0f} s left (records took "
+                     f"{statistics.median(walls):.0f} s here); if the call ends first, the next "
+                     "run resumes it")
         if again and forget is not None:
             forget(task.name)
+        earlier = store.get_record(ATTEMPT_KIND, task.name)
+        attempt = {"started": time.time()}
+        store.put_record(ATTEMPT_KIND, task.name, attempt)
         t0 = time.perf_counter()
         result = optimize_one(task, remaining)
         walls.append(time.perf_counter() - t0)
+        result = _note_resumed(result, earlier)
         store.put_record("optimize", task.name, result)
+        store.put_record(ATTEMPT_KIND, task.name, {**attempt, "finished": time.time()})
         final = result.final
         progress(f"{task.name}: {final.reason if final else result.stop_reason} "
                  f"({result.wall_s:.0f} s)")
