@@ -36,6 +36,8 @@ from .repair import RepairOutcome, repair_candidate
 log = logging.getLogger(__name__)
 
 # Failures a fix can answer; timeouts, OOM, cheats and policy refusals are not sent back.
+TIME_RETRIES = 2        # timing requests re-sent without a candidate that killed the worker
+WORKER_KILLERS = frozenset({Status.CRASH, Status.OOM, Status.TIMEOUT})
 REPAIRABLE = frozenset({Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.CRASH, Status.MISMATCH,
                         Status.IMPORT_ERROR})
 
@@ -312,10 +314,32 @@ class Optimizer(OutputStage):
 
     def _time(self, task: Task, incumbent: Candidate, cands: list[Candidate],
               case_ids: tuple[str, ...]) -> Evaluation:
+        """Time the incumbent and ``cands`` together. A candidate that kills the worker (a crash,
+        a hang, host memory) leaves the others "not evaluated": they are timed again without it,
+        up to ``TIME_RETRIES`` times (one candidate's out-of-memory kill left a whole round of
+        destindex_copy unjudged, H100 2026-11-23). The incumbent killing it ends the retries."""
         variants = (_variant(incumbent, "incumbent"),) + tuple(
             _variant(c, f"c{i}") for i, c in enumerate(cands))
-        return self.timer.evaluate(task, variants, purpose="time", case_ids=case_ids, verify=False,
-                                   time=True, run_cases=False, keep_going=True)
+        evaluation = self.timer.evaluate(task, variants, purpose="time", case_ids=case_ids,
+                                         verify=False, time=True, run_cases=False, keep_going=True)
+        final: dict[str, VariantResult] = {r.variant: r for r in evaluation.results}
+        notes = list(evaluation.notes)
+        for _ in range(TIME_RETRIES):
+            dead = {n for n, r in final.items() if r.status in WORKER_KILLERS}
+            skipped = [v for v in variants if final[v.name].status is Status.SKIPPED]
+            if not skipped or not dead or "incumbent" in dead or \
+                    final["incumbent"].status is not Status.SKIPPED:
+                break
+            self.progress(f"{task.name}: timing again without {', '.join(sorted(dead))}, which "
+                          f"killed the worker ({len(skipped)} variant(s) not timed)")
+            again = self.timer.evaluate(task, tuple(skipped), purpose="time", case_ids=case_ids,
+                                        verify=False, time=True, run_cases=False, keep_going=True)
+            final.update({r.variant: r for r in again.results})
+            notes += again.notes
+        if all(final[r.variant] is r for r in evaluation.results):
+            return evaluation
+        return replace(evaluation, results=tuple(final[v.name] for v in variants),
+                       notes=tuple(notes))
 
     # ------------------------------------------------------------------ the loop
     def run(self, budget_s: float | None = None) -> OptimizeResult:
