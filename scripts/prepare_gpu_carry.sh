@@ -10,7 +10,7 @@
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
 #            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
 # or, without a second copy of the stores in the carry (they travel with the tree as .sqlite.gz):
-#        run(command="STORES=h100-2026-11-24-s11d DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
+#        run(command="STORES=h100-2026-11-24-s11f DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
 #            carry=[".whl", ".tbdata"])
 # and after each call keep what it brought back and resume from it:
 #   bash scripts/save_gpu_call.sh FILES_AT bench/results/<session dir> callN <store suffix>
@@ -26,8 +26,8 @@ if [ ! -f .tbdata/kernels.json ]; then
 fi
 if [ ! -d .gpu-store ]; then
   mkdir -p .gpu-store/optimize .gpu-store/baseline
-  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-24-s11d.sqlite.gz}"
-  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s11d.sqlite.gz}"
+  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-24-s11f.sqlite.gz}"
+  base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s11f.sqlite.gz}"
   gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
   gunzip -c "$base" > .gpu-store/baseline/store.sqlite
   # the testgen sweep resumes from its committed records (a record already there is skipped)

@@ -383,3 +383,30 @@ def test_row_kernels_get_several_rows_per_program_first_when_programs_do_too_lit
     assert moves[0].transform == "rows_per_program"
     plain = [m.transform for m in RuleProposer().moves(S.ROW_SQNORM, None)]
     assert plain.index("rows_per_program") > 0          # not first without the hint
+
+
+def test_a_launch_site_pin_a_hidden_caller_broke_comes_back_inside_a_one_config_autotune():
+    """dequantize_matmul (H100 session 11): its test section launches the kernel with no tile
+    sizes, so the launch-site pin failed there; the repair pins the same config inside the
+    autotune, leaving every launch as it was. Other errors, and other candidates, get nothing."""
+    from tritonforge.analyze import analyze_source
+    from tritonforge.model import CompileStats, Profile, RepairRequest
+
+    profile = Profile("t", "perf-0", "ncu", compile_stats=(
+        CompileStats("rows_max_kernel", "cuda:90", 8, 3,
+                     constexprs=(("BLOCK_M", 16), ("BLOCK_N", 64))),))
+    task = task_from_file(EXAMPLE)
+    ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
+                          HardwareInfo("cpu", True), profile=profile, budget=8)
+    rules = RuleProposer()
+    cands = rules.propose(ctx)
+    (pinned,) = [c for c in cands if c.origin == "rules:autotune_pin"]
+    error = ("TypeError: dynamic_func() missing 1 required positional argument: 'BLOCK_M'")
+    fix = rules.repair(RepairRequest(ctx, pinned, Status.RUNTIME_ERROR, error, 1))
+    assert fix is not None and fix.origin == "repair:rules:autotune_pin"
+    tuned = analyze_source(fix.source).kernel("rows_max_kernel").autotune
+    assert tuned is not None and [dict(c.kwargs) for c in tuned.configs] == [{"BLOCK_M": 16}]
+    assert "one-config @triton.autotune" in fix.description
+    assert rules.repair(RepairRequest(ctx, pinned, Status.MISMATCH, "3 elements differ", 1)) is None
+    other = next(c for c in cands if c.origin != "rules:autotune_pin")
+    assert rules.repair(RepairRequest(ctx, other, Status.RUNTIME_ERROR, error, 1)) is None

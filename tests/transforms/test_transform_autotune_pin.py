@@ -53,3 +53,26 @@ STAR = S.AUTOTUNED.replace("(x, out, n)", "(x, out, *rest)").replace("def double
 def test_refusals_say_why(source, params, reason):
     v = P.applies(analyze_source(source), **params)
     assert not v.ok and reason in v.reason, v.reason
+
+
+def test_keep_decorator_lists_the_config_alone_and_leaves_the_launches():
+    out = P.apply(S.AUTOTUNED, kernel="double_kernel", config=BLOCK64, keep_decorator=True)
+    analysis = analyze_source(out)
+    tuned = analysis.kernel("double_kernel").autotune
+    assert tuned is not None and len(tuned.configs) == 1
+    assert dict(tuned.configs[0].kwargs) == {"BLOCK": 64}
+    assert "num_warps=2, num_stages=2" in out
+    assert "](x, out, n)" in out                           # the launch passes nothing new
+    assert "key=['n']" in out                              # the rest of the autotune stays
+
+
+def test_keep_decorator_pins_where_a_launch_could_not_take_the_config():
+    assert not P.applies(analyze_source(STAR), kernel="double_kernel", config=BLOCK64).ok
+    v = P.applies(analyze_source(STAR), kernel="double_kernel", config=BLOCK64, keep_decorator=True)
+    assert v.ok, v.reason
+
+
+def test_keep_decorator_same_values_when_run(load, fake_bench):
+    S.assert_same_results(load, "AUTOTUNED",
+                          P.apply(S.AUTOTUNED, kernel="double_kernel", config=BLOCK64,
+                                  keep_decorator=True), rtol=0, atol=0)

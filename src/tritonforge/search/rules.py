@@ -15,6 +15,7 @@ a candidate is dropped before any compile, its slot goes to the next move, and t
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -231,6 +232,12 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
     ]
 
 
+# a launch that no longer fits the kernel's signature (constexprs it must now pass, or passes twice)
+_CALL_SIGNATURE = re.compile(r"missing \d+ required (positional|keyword-only) argument|"
+                             r"got an unexpected keyword argument|got multiple values for argument|"
+                             r"Conflicting meta-parameters")
+
+
 class RuleProposer:
     """Profiling-guided rule proposer over ``tritonforge.transforms`` (needs libcst)."""
 
@@ -240,6 +247,7 @@ class RuleProposer:
         self.max_site_moves = max_site_moves
         self.prune = prune
         self._pruned: list = []
+        self._pins: dict[str, dict] = {}     # launch-site pins proposed: hash -> their params
 
     def take_pruned(self) -> list:
         """The ``search.prune.Pruned`` records of the candidates dropped since the last call."""
@@ -394,8 +402,33 @@ class RuleProposer:
                 self._pruned.append(pruned)
                 continue
             per_knob[knob] = per_knob.get(knob, 0) + 1
+            if move.transform == "autotune_pin":
+                self._pins[cand.hash] = params
             out.append(cand)
         return out
 
     def repair(self, request: RepairRequest) -> Candidate | None:
-        return None   # rule repairs live in search.repair (tried before any proposer's)
+        """A launch-site pin that a caller this source does not show broke (its launches pass
+        no tile sizes: dequantize_matmul's test section, H100 session 11) comes back as the
+        same config pinned inside a one-config ``@triton.autotune``, which every caller takes.
+        Other repairs are literal edits in ``search.repair``, tried before any proposer's."""
+        from ..analyze import analyze_source
+        from ..errors import TransformError
+        from ..transforms import get
+
+        params = self._pins.get(request.candidate.hash)
+        if params is None or not _CALL_SIGNATURE.search(request.error):
+            return None
+        source = request.context.incumbent.source
+        pin = get("autotune_pin")
+        analysis = analyze_source(source)
+        keep = {**params, "keep_decorator": True}
+        if not pin.applies(analysis, **keep):
+            return None
+        try:
+            new = pin.apply(source, analysis, **keep)
+        except TransformError:
+            return None
+        return Candidate(new, "repair:rules:autotune_pin", request.context.incumbent.hash,
+                         f"{request.candidate.description}, kept as a one-config @triton.autotune "
+                         "(a launch this source does not show passes no config)")

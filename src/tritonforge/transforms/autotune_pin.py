@@ -10,6 +10,12 @@ still join it with the original where another size wants another config.
 What an autotune adds besides the choice stays out: ``reset_to_zero`` and ``restore_value`` only
 undo the benchmark runs, and ``prune_configs_by`` only narrows them. A user ``pre_hook`` or
 ``post_hook`` may do work a launch needs, so a kernel with one is refused.
+
+``keep_decorator=True`` pins differently: the autotune stays, listing only that config (one
+config is never benchmarked), and no launch changes. Launches this source does not show (a test
+section, another module) then keep working; the launch-site pin broke dequantize_matmul's test
+section, whose launches pass no tile sizes (H100 session 11). The autotuner's per-call host
+cost stays, so this is the repair for such a failure, not the first move.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ def _is_autotune(dec: cst.Decorator) -> bool:
         dotted(dec.decorator.func).split(".")[-1] == "autotune"
 
 
-def _problem(analysis: SourceAnalysis, kernel: str, config: ConfigSpec | None) -> str | None:
+def _problem(analysis: SourceAnalysis, kernel: str, config: ConfigSpec | None,
+             keep_decorator: bool = False) -> str | None:
     """Why ``kernel`` cannot be pinned to ``config`` (None: it can)."""
     if not analysis.has_kernel(kernel):
         return f"no kernel {kernel!r} in this source"
@@ -48,6 +55,8 @@ def _problem(analysis: SourceAnalysis, kernel: str, config: ConfigSpec | None) -
     unknown = given - set(k.constexpr_names)
     if unknown:
         return f"{sorted(unknown)} are not constexprs of {kernel}"
+    if keep_decorator:
+        return None             # no launch changes: whatever the launches pass stays valid
     sites = [s for s in analysis.launch_sites if s.kernel == kernel]
     if not sites:
         return f"no launch of {kernel} in this source: its launches could not take the config"
@@ -62,10 +71,26 @@ def _problem(analysis: SourceAnalysis, kernel: str, config: ConfigSpec | None) -
     return None
 
 
+def _one_config(dec: cst.Decorator, config: ConfigSpec) -> cst.Decorator:
+    """The autotune decorator ``dec`` listing ``config`` alone (its other arguments kept)."""
+    call = dec.decorator
+    assert isinstance(call, cst.Call)
+    prefix = dotted(call.func)[: -len("autotune")]          # "triton." or "" (imported name)
+    rendered = config.render().replace("triton.", prefix or "triton.", 1)
+    listed = cst.parse_expression(f"[{rendered}]")
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if (arg.keyword is not None and arg.keyword.value == "configs") or \
+                (arg.keyword is None and i == 0):
+            args[i] = arg.with_changes(value=listed)
+            break
+    return dec.with_changes(decorator=call.with_changes(args=args))
+
+
 class AutotunePin(Transform):
     name = "autotune_pin"
     summary = "replace @triton.autotune by one config passed at the kernel's launches"
-    param_names = ("kernel", "config")
+    param_names = ("kernel", "config", "keep_decorator")
     example_params: dict[str, Any] = {}
     no_example_reason = "no autotuned kernel whose listed configs could be pinned"
 
@@ -82,19 +107,26 @@ class AutotunePin(Transform):
         return out
 
     def _applies(self, analysis: SourceAnalysis, kernel: str | None = None,
-                 config: ConfigSpec | None = None, **_: Any) -> Applicability:
+                 config: ConfigSpec | None = None, keep_decorator: bool = False,
+                 **_: Any) -> Applicability:
         if kernel is None:
             return Applicability.no("give the kernel whose autotune to pin (kernel=NAME)")
-        problem = _problem(analysis, kernel, config)
+        problem = _problem(analysis, kernel, config, keep_decorator)
         if problem:
             return Applicability.no(problem)
+        if keep_decorator:
+            return Applicability.yes([f"kernel {kernel}'s autotune configs"])
         sites = [s.index for s in analysis.launch_sites if s.kernel == kernel]
         return Applicability.yes([f"kernel {kernel}"] + [f"site {i}" for i in sites])
 
     def _apply(self, source: str, analysis: SourceAnalysis, kernel: str | None = None,
-               config: ConfigSpec | None = None, **_: Any) -> str:
+               config: ConfigSpec | None = None, keep_decorator: bool = False, **_: Any) -> str:
         module = cst.parse_module(source)
         fn = find_kernel(module, kernel)
+        if keep_decorator:
+            return replace(module, {id(fn): lambda f: f.with_changes(
+                decorators=[_one_config(x, config) if _is_autotune(x) else x
+                            for x in f.decorators])}).code
         calls = launch_calls(module, analysis)
         edits = {id(fn): lambda f: f.with_changes(
             decorators=[x for x in f.decorators if not _is_autotune(x)])}
