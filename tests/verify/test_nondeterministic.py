@@ -69,3 +69,48 @@ def test_a_deterministic_original_forgives_nothing():
         return out
     verdict = verify(_module(f=ref), _module(f=off_by_three), CASES, build, options=QUIET)
     assert not verdict.passed and not verdict.notes
+
+
+# ----------------------------------------------------------------------------- races, per element
+
+CONTESTED = 40          # elements two writers race for
+_calls = {"n": 0}
+
+
+def _racing(x, always_b=False, never_seen=False, wrong_elsewhere=False):
+    """add_one, then each contested element p gets writer A's value (+1) or writer B's (+2):
+    call k lets B win where (p + k) % 8 == 0, so eight calls in a row show both writers'
+    values at every contested element, and any two calls differ on 10 of the 40."""
+    out = torch.empty_like(x)
+    kernels.add_one(x, out)
+    k = _calls["n"]
+    _calls["n"] += 1
+    for p in range(CONTESTED):
+        b_wins = always_b or (p + k) % 8 == 0
+        out[p] += 3.0 if never_seen else (2.0 if b_wins else 1.0)
+    if wrong_elsewhere:
+        out[CONTESTED + 7] += 5.0
+    return out
+
+
+def test_a_candidate_whose_differences_are_values_the_racing_original_left_there_passes():
+    """B always wins in the candidate: it differs from the reference run on 35 of 40 elements,
+    beyond the count bound (2 x 10 + 8), yet each is a value some run of the original left."""
+    verdict = verify(_module(f=_racing), _module(f=lambda x: _racing(x, always_b=True)), CASES,
+                     build, options=QUIET)
+    assert verdict.passed, verdict.summary()
+    assert any("left there" in n for n in verdict.notes)
+
+
+def test_a_value_no_run_of_the_original_left_there_is_refused():
+    never = _module(f=lambda x: _racing(x, never_seen=True))
+    assert not verify(_module(f=_racing), never, CASES, build, options=QUIET).passed
+    elsewhere = _module(f=lambda x: _racing(x, always_b=True, wrong_elsewhere=True))
+    assert not verify(_module(f=_racing), elsewhere, CASES, build, options=QUIET).passed
+
+
+def test_too_few_runs_to_see_every_value_refuses_rather_than_guesses():
+    few = VerifyOptions(nonce=3, catch_errors=True, check_library_ops=False, race_runs=2)
+    verdict = verify(_module(f=_racing), _module(f=lambda x: _racing(x, always_b=True)), CASES,
+                     build, options=few)
+    assert not verdict.passed

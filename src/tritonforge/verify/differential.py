@@ -35,6 +35,7 @@ from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
 from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import GROSS_NORM, config_variants
+from .race_values import tensor_at, unexplained
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .runner import MakeInvocation, Run, run_variant
@@ -82,6 +83,7 @@ class VerifyOptions:
     synchronize: Callable[[], None] | None = None   # None: torch.cuda.synchronize on cuda
     self_variation_runs: int = 2          # extra runs of the original when a candidate differs
     config_variation: bool = True         # and runs under other configs of its own autotunes
+    race_runs: int = 6                    # more runs to see the values a racing original leaves
     catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
 
 
@@ -237,7 +239,7 @@ class _Verifier:
                                             f"{', '.join(ref.launches.kernels)})", case, seed)
         found = self._compare_run(ref, cand, case, seed)
         if found:
-            found = self._within_self_variation(ref, found, case, seed, layout)
+            found = self._within_self_variation(ref, found, case, seed, layout, cand)
         if cand.late_args is not None:
             found = self._race(ref, cand, case, seed, found)
         if found and self.previous is not None and self._matches(self.previous, cand, case, seed):
@@ -251,7 +253,7 @@ class _Verifier:
         self.previous = ref
 
     def _within_self_variation(self, ref: Run, found: list[Mismatch], case: Case, seed: int,
-                               layout: _Layout) -> list[Mismatch]:
+                               layout: _Layout, cand: Run | None = None) -> list[Mismatch]:
         """Forgive value differences no larger than the ORIGINAL's own run-to-run differences.
 
         Some originals are nondeterministic (a scatter to duplicate indices, float atomics): two
@@ -262,7 +264,10 @@ class _Verifier:
         on that very output (seen on an H200: TritonBench-G destindex_copy, ~5k of 134M elements).
         An autotuned original also runs under a few other configs of its own lists: a config
         another process could pick differs by its rounding, and counts as variation too, unless
-        it differs grossly (``verify.config_variation``).
+        it differs grossly (``verify.config_variation``). A candidate beyond the count is still
+        forgiven on an output where every element it differs on holds a value one of the
+        original's own runs left at that element (a race: ``verify.race_values``; up to
+        ``race_runs`` more runs of the original are made to see more of the values it leaves).
         """
         if not any(m.kind in (MismatchKind.VALUE, MismatchKind.NORM) for m in found):
             return found
@@ -272,9 +277,10 @@ class _Verifier:
             for m in diffs:
                 n, norm = own.get(m.output, (0, 0.0))
                 own[m.output] = (max(n, m.n_bad), max(norm, m.rel_norm_err or 0.0))
+        runs: list[Run] = []                       # the original's own re-runs (races)
         for _ in range(self.options.self_variation_runs):
-            count(self._compare_run(ref, self._reference(case, seed, poison=layout.outputs),
-                                    case, seed))
+            runs.append(self._reference(case, seed, poison=layout.outputs))
+            count(self._compare_run(ref, runs[-1], case, seed))
         by_config = 0
         if self.options.config_variation:
             # an autotuned original may pick any of its configs in another process: their
@@ -297,6 +303,14 @@ class _Verifier:
             forgivable = (m.output in own and m.kind in (MismatchKind.VALUE, MismatchKind.NORM)
                           and m.n_bad <= 2 * n_own + 8
                           and (m.rel_norm_err or 0.0) <= 3 * norm_own + 1e-12)
+            if not forgivable and cand is not None and m.output in own and n_own > 0 \
+                    and m.kind in (MismatchKind.VALUE, MismatchKind.NORM):
+                if self._race_explains(m.output, ref, cand, runs, case, seed, layout):
+                    self.nondeterministic.append(
+                        f"{case.id} seed {seed} {m.output}: {m.n_bad} elements differ, each "
+                        f"holding a value one of {len(runs) + 1} runs of the original left there "
+                        f"(it races: differs from itself on {n_own})")
+                    continue
             if forgivable:
                 how = " (over its own autotune configs too)" if by_config else ""
                 self.nondeterministic.append(
@@ -305,6 +319,24 @@ class _Verifier:
             else:
                 kept.append(m)
         return kept
+
+    def _race_explains(self, path: str, ref: Run, cand: Run, runs: list[Run], case: Case,
+                       seed: int, layout: _Layout) -> bool:
+        """Whether every element of ``path`` where ``cand`` differs from ``ref`` holds a value
+        that ``ref`` or one of ``runs`` (the original's own) left there; more runs of the
+        original are added (to ``runs``, shared by the outputs) up to ``race_runs``."""
+        c, r = tensor_at(cand, path), tensor_at(ref, path)
+        if c is None or r is None:
+            return False
+        tol = self.tolerance_for(r.dtype, self.uses_dot)
+        while True:
+            others = [t for t in (tensor_at(x, path) for x in runs) if t is not None]
+            left = unexplained(c, r, others, tol)
+            if left == 0:
+                return True
+            if left < 0 or len(runs) >= self.options.self_variation_runs + self.options.race_runs:
+                return False
+            runs.append(self._reference(case, seed, poison=layout.outputs))
 
     def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
         found = self.compare(ref.result, cand.result, case, seed, "return")
