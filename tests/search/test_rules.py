@@ -334,18 +334,24 @@ def test_sites_of_kernels_the_profile_never_saw_are_ranked_down_not_dropped():
     assert profiled_kernels(None) == frozenset()
 
 
-def test_an_autotuned_kernel_gets_its_profiled_pick_pinned():
-    """The profile records the launches of one call with the config the autotuner picked: the
-    rules offer that config passed at the launch, in place of the autotune."""
+def _autotuned_rows_ctx():
+    """AUTOTUNED_ROWS with an ncu profile whose launch ran BLOCK_M=16, num_warps 8."""
     from tritonforge.model import CompileStats, Profile
-    from tritonforge.search.rules import autotune_picks_of
 
     profile = Profile("t", "perf-0", "ncu", compile_stats=(
         CompileStats("rows_max_kernel", "cuda:90", 8, 3,
                      constexprs=(("BLOCK_M", 16), ("BLOCK_N", 64))),))
-    task = task_from_file(EXAMPLE)
-    ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
-                          HardwareInfo("cpu", True), profile=profile, budget=8)
+    return ProposalContext(task_from_file(EXAMPLE), Candidate(AUTOTUNED_ROWS, "original"), 1,
+                           HardwareInfo("cpu", True), profile=profile, budget=8)
+
+
+def test_an_autotuned_kernel_gets_its_profiled_pick_pinned():
+    """The profile records the launches of one call with the config the autotuner picked: the
+    rules offer that config passed at the launch, in place of the autotune."""
+    from tritonforge.search.rules import autotune_picks_of
+
+    ctx = _autotuned_rows_ctx()
+    profile = ctx.profile
     from tritonforge.analyze import analyze_source
 
     picks = autotune_picks_of(profile, analyze_source(AUTOTUNED_ROWS))
@@ -390,14 +396,9 @@ def test_a_launch_site_pin_a_hidden_caller_broke_comes_back_inside_a_one_config_
     sizes, so the launch-site pin failed there; the repair pins the same config inside the
     autotune, leaving every launch as it was. Other errors, and other candidates, get nothing."""
     from tritonforge.analyze import analyze_source
-    from tritonforge.model import CompileStats, Profile, RepairRequest
+    from tritonforge.model import RepairRequest
 
-    profile = Profile("t", "perf-0", "ncu", compile_stats=(
-        CompileStats("rows_max_kernel", "cuda:90", 8, 3,
-                     constexprs=(("BLOCK_M", 16), ("BLOCK_N", 64))),))
-    task = task_from_file(EXAMPLE)
-    ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
-                          HardwareInfo("cpu", True), profile=profile, budget=8)
+    ctx = _autotuned_rows_ctx()
     rules = RuleProposer()
     cands = rules.propose(ctx)
     (pinned,) = [c for c in cands if c.origin == "rules:autotune_pin"]
