@@ -36,7 +36,7 @@ from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
 from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import GROSS_NORM, config_variants
-from .race_values import tensor_at, unexplained
+from .race_values import OwnValues, tensor_at, unexplained
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .runner import MakeInvocation, Run, run_variant
@@ -281,10 +281,13 @@ class _Verifier:
             for m in diffs:
                 n, norm = into.get(m.output, (0, 0.0))
                 into[m.output] = (max(n, m.n_bad), max(norm, m.rel_norm_err or 0.0))
-        runs: list[Run] = []                       # the original's own re-runs (races)
+        # what the original's own re-runs left at the differing outputs (for races)
+        valued = (MismatchKind.VALUE, MismatchKind.NORM)
+        seen = OwnValues([m.output for m in found if m.kind in valued])
         for _ in range(self.options.self_variation_runs):
-            runs.append(self._reference(case, seed, poison=layout.outputs))
-            count(self._compare_run(ref, runs[-1], case, seed), own_runs)
+            again = self._reference(case, seed, poison=layout.outputs)
+            count(self._compare_run(ref, again, case, seed), own_runs)
+            seen.add(again)
         if self.options.config_variation:
             # an autotuned original may pick any of its configs in another process: their
             # rounding differences are its own variation too (verify.config_variation)
@@ -321,32 +324,31 @@ class _Verifier:
                     f"differs by as much under its own autotune configs "
                     f"({own_configs[m.output][0]} elements)")
             elif cand is not None and n_own > 0 and \
-                    self._race_explains(m.output, ref, cand, runs, case, seed, layout):
+                    self._race_explains(m.output, ref, cand, seen, case, seed, layout):
                 self.nondeterministic.append(
                     f"{case.id} seed {seed} {m.output}: {m.n_bad} elements differ, each "
-                    f"holding a value one of {len(runs) + 1} runs of the original left there "
+                    f"holding a value one of {seen.runs + 1} runs of the original left there "
                     f"(it races: differs from itself on {n_own})")
             else:
                 kept.append(m)
         return kept
 
-    def _race_explains(self, path: str, ref: Run, cand: Run, runs: list[Run], case: Case,
+    def _race_explains(self, path: str, ref: Run, cand: Run, seen: OwnValues, case: Case,
                        seed: int, layout: _Layout) -> bool:
         """Whether every element of ``path`` where ``cand`` differs from ``ref`` holds a value
-        that ``ref`` or one of ``runs`` (the original's own) left there; more runs of the
-        original are added (to ``runs``, shared by the outputs) up to ``race_runs``."""
+        that ``ref`` or one of the original's own runs (``seen``) left there; more runs of the
+        original are made (their values kept in ``seen`` for every output) up to ``race_runs``."""
         c, r = tensor_at(cand, path), tensor_at(ref, path)
         if c is None or r is None:
             return False
         tol = self.tolerance_for(r.dtype, self.uses_dot)
         while True:
-            others = [t for t in (tensor_at(x, path) for x in runs) if t is not None]
-            left = unexplained(c, r, others, tol)
+            left = unexplained(c, r, seen.values.get(path, []), tol)
             if left == 0:
                 return True
-            if left < 0 or len(runs) >= self.options.self_variation_runs + self.options.race_runs:
+            if left < 0 or seen.runs >= self.options.self_variation_runs + self.options.race_runs:
                 return False
-            runs.append(self._reference(case, seed, poison=layout.outputs))
+            seen.add(self._reference(case, seed, poison=layout.outputs))
 
     def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
         found = self.compare(ref.result, cand.result, case, seed, "return")

@@ -30,6 +30,24 @@ def tensor_at(run: Run, path: str) -> torch.Tensor | None:
     return run.args.get(path)
 
 
+class OwnValues:
+    """The tensors the original's own runs left at the outputs in question, and nothing else of
+    those runs: a run holds clones of every argument, and a KV-cache copy's can be gigabytes, so
+    the up to nine runs a race check makes keep only what the check reads."""
+
+    def __init__(self, paths: Sequence[str]):
+        self.paths = tuple(paths)
+        self.values: dict[str, list[torch.Tensor]] = {p: [] for p in self.paths}
+        self.runs = 0
+
+    def add(self, run: Run) -> None:
+        self.runs += 1
+        for path in self.paths:
+            t = tensor_at(run, path)
+            if t is not None:
+                self.values[path].append(t)
+
+
 def _close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> torch.Tensor:
     """Elementwise: ``a`` equals ``b`` within ``tol`` (NaN faces NaN, an Inf the same Inf)."""
     x, y = a.detach().double(), b.detach().double()
@@ -56,4 +74,4 @@ def unexplained(cand: torch.Tensor, ref: torch.Tensor, others: Sequence[torch.Te
     return int(left.sum().item())
 
 
-__all__ = ["tensor_at", "unexplained"]
+__all__ = ["OwnValues", "tensor_at", "unexplained"]
