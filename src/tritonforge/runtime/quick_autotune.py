@@ -42,21 +42,12 @@ def _sync() -> None:
 def quicken_autotuners(module: types.ModuleType) -> int:
     """Give every autotuner defined at the top level of ``module`` the quick benchmark; returns
     how many. ``Autotuner.do_bench`` is a cached property, so the instance attribute wins."""
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:      # pragma: no cover - triton is always there in a worker
-        return 0
-    count = 0
-    for obj in vars(module).values():
-        for _ in range(4):          # an autotuner may sit under @triton.heuristics
-            if isinstance(obj, Autotuner):
-                obj.do_bench = quick_bench
-                count += 1
-                break
-            obj = getattr(obj, "fn", None)
-            if obj is None:
-                break
-    return count
+    from ..verify.config_variation import autotuners
+
+    found = autotuners(module)
+    for tuner in found:
+        tuner.do_bench = quick_bench
+    return len(found)
 
 
 __all__ = ["quick_bench", "quicken_autotuners"]

@@ -30,7 +30,7 @@ CONFIGS_PER_TUNER = 4     # other configs tried per autotuner, chosen to cover i
 
 def autotuners(module: types.ModuleType) -> list[Any]:
     """The ``triton.autotune`` objects defined at the top level of ``module`` (under
-    ``@triton.heuristics`` too), each once."""
+    ``@triton.heuristics`` too), each once; ``runtime.quick_autotune`` finds them here too."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:      # pragma: no cover - triton is always there in a worker
