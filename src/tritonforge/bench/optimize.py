@@ -15,7 +15,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import is_dataclass, replace
+from dataclasses import replace
 from typing import Callable, Collection
 
 from ..model import Task
@@ -74,8 +74,6 @@ def _note_resumed(result, earlier) -> object:
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(earlier["started"]))
     note = (f"{RESUMED_NOTE}an earlier attempt started {when} was cut before it stored a result; "
             "wall_s counts only the attempt that finished")
-    if not is_dataclass(result) or not hasattr(result, "notes"):
-        return result       # a test double
     return replace(result, notes=tuple(result.notes) + (note,))
 
 

@@ -22,8 +22,8 @@ The original's launches and ops come back in the Verdict, so a caller can show o
 from __future__ import annotations
 
 import inspect
-import math
 import logging
+import math
 import re
 import secrets
 import types
@@ -61,6 +61,9 @@ PLUMBING_OPS = frozenset({
     "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
     "aten.record_stream", "aten.arange", "aten.cat", "aten.stack", "aten.constant_pad_nd",
 })
+
+
+_VALUED = (MismatchKind.VALUE, MismatchKind.NORM)    # the kinds an original's variation forgives
 
 
 class OracleFailure(TritonForgeError):
@@ -270,7 +273,7 @@ class _Verifier:
         original's own runs left at that element (a race: ``verify.race_values``; up to
         ``race_runs`` more runs of the original are made to see more of the values it leaves).
         """
-        if not any(m.kind in (MismatchKind.VALUE, MismatchKind.NORM) for m in found):
+        if not any(m.kind in _VALUED for m in found):
             return found
         # output -> (most elements, largest norm error) the original differs on: from its own
         # re-runs, and from its other autotune configs (whose forgiveness is capped: below)
@@ -282,8 +285,7 @@ class _Verifier:
                 n, norm = into.get(m.output, (0, 0.0))
                 into[m.output] = (max(n, m.n_bad), max(norm, m.rel_norm_err or 0.0))
         # what the original's own re-runs left at the differing outputs (for races)
-        valued = (MismatchKind.VALUE, MismatchKind.NORM)
-        seen = OwnValues([m.output for m in found if m.kind in valued])
+        seen = OwnValues([m.output for m in found if m.kind in _VALUED])
         for _ in range(self.options.self_variation_runs):
             again = self._reference(case, seed, poison=layout.outputs)
             count(self._compare_run(ref, again, case, seed), own_runs)
@@ -297,8 +299,7 @@ class _Verifier:
                 except OracleFailure:
                     continue                   # the original fails with that config: not rounding
                 diffs = self._compare_run(ref, again, case, seed)
-                if all(m.kind in (MismatchKind.VALUE, MismatchKind.NORM)
-                       and (m.rel_norm_err or 0.0) <= GROSS_NORM for m in diffs):
+                if all(m.kind in _VALUED and (m.rel_norm_err or 0.0) <= GROSS_NORM for m in diffs):
                     count(diffs, own_configs)
         if not own_runs and not own_configs:
             return found
@@ -309,7 +310,7 @@ class _Verifier:
                     and (m.rel_norm_err or 0.0) <= min(3 * norm_own + 1e-12, cap))
         kept = []
         for m in found:
-            if m.kind not in (MismatchKind.VALUE, MismatchKind.NORM):
+            if m.kind not in _VALUED:
                 kept.append(m)
                 continue
             n_own = own_runs.get(m.output, (0, 0.0))[0]
