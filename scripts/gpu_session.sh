@@ -45,7 +45,8 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # call's $OUT/gpu-store.tgz) is unpacked here first.
 # Or, lighter, with STORES=SUFFIX and no .gpu-store.tgz carried: the stores are rebuilt from the
 # committed bench/results/stores/{optimize,baseline}-SUFFIX.sqlite.gz that travel with the tree
-# (save_gpu_call.sh writes them after each call), so the carry holds no second copy of them.
+# (scripts/keep_stores.sh commits them once, at a session's end), so the carry holds no second copy
+# of them. Within a session, carry the .gpu-store.tgz that save_gpu_call.sh leaves after each call.
 if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"
 elif [ -n "${STORES:-}" ]; then
   for kind in optimize baseline; do

@@ -3,8 +3,8 @@
 #   .whl/           libcst for the GPU image's python 3.12 (the transforms need it; no internet there)
 #   .tbdata/        a copy of ../shared/tritonbench_g (the TritonBench-G records)
 #   .gpu-store.tgz  the run stores to resume, packed (the carry is limited to 64 MiB), built from
-#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: session 11's
-#                   committed stores, update them when a later session commits newer ones) and
+#                   STORE_OPTIMIZE / STORE_BASELINE (.sqlite.gz files; default: the last
+#                   committed stores, which scripts/keep_stores.sh updates) and
 #                   the testgen sweep's committed records (TESTGEN_RECORDS); an
 #                   existing .gpu-store/ is kept as is.
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
@@ -12,8 +12,10 @@
 # or, without a second copy of the stores in the carry (they travel with the tree as .sqlite.gz):
 #        run(command="STORES=h100-2026-11-24-s11f DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
 #            carry=[".whl", ".tbdata"])
-# and after each call keep what it brought back and resume from it:
+# and after each call keep what it brought back and resume from it (carry .gpu-store.tgz next):
 #   bash scripts/save_gpu_call.sh FILES_AT bench/results/<session dir> callN <store suffix>
+# and once, at the session's end, commit the last stores and check the submission's size:
+#   bash scripts/keep_stores.sh <store suffix>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! ls .whl/libcst-*cp312*.whl >/dev/null 2>&1; then

@@ -2,12 +2,14 @@
 # After a device call of scripts/gpu_session.sh, keep what it brought back, the same way every time:
 #   bash scripts/save_gpu_call.sh FILES_AT RESULTS_DIR CALL_LABEL STORE_SUFFIX
 # FILES_AT is the call's files_at folder (gpu-store.tgz or its parts gpu-store.tgz.partNN, session.tgz). The stores are checkpointed
-# (WAL folded in) and gzipped over bench/results/stores/{optimize,baseline}-STORE_SUFFIX.sqlite.gz
-# (cumulative: each call's store replaces the last); the session's logs and summaries go to
+# (WAL folded in) and gzipped into .gpu-saved/{optimize,baseline}-STORE_SUFFIX.sqlite.gz, which git
+# ignores: a store is committed once per session, at its end, by scripts/keep_stores.sh, never
+# after each call (session 12 committed a ~20 MiB store after each of seven calls, and the
+# submission, at over 256 MiB of diffs, was refused whole). The session's logs and summaries go to
 # RESULTS_DIR as NAME-CALL_LABEL.log/.json (optimize-call1.log, baseline-call1.json, ...), the
 # optimize step's summary as optimize-summary.json; and .gpu-store.tgz is replaced so the next
-# call resumes from this one. (The testgen sweep keeps JSON records, not a store: they travel in
-# .gpu-store.tgz.)
+# call resumes from this one (carry it). (The testgen sweep keeps JSON records, not a store: they
+# travel in .gpu-store.tgz.)
 set -euo pipefail
 files_at="$1"; results="$2"; label="$3"; suffix="$4"
 cd "$(dirname "$0")/.."
@@ -18,7 +20,7 @@ if [ ! -f "$store_tgz" ]; then   # over 15 MiB it comes back in parts (a file ba
   cat "$files_at"/gpu-store.tgz.part* > "$tmp/gpu-store.tgz"; store_tgz="$tmp/gpu-store.tgz"
 fi
 tar xzf "$store_tgz" -C "$tmp"
-mkdir -p "$results" bench/results/stores
+mkdir -p "$results" .gpu-saved
 for kind in optimize baseline; do
   db="$tmp/.gpu-store/$kind/store.sqlite"
   [ -f "$db" ] || continue
@@ -26,7 +28,7 @@ for kind in optimize baseline; do
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[1]); con.execute("PRAGMA wal_checkpoint(FULL)"); con.close()
 PY
-  gzip -c "$db" > "bench/results/stores/$kind-$suffix.sqlite.gz"
+  gzip -c "$db" > ".gpu-saved/$kind-$suffix.sqlite.gz"
 done
 for f in "$tmp"/*.log "$tmp"/*.json; do
   if [ -f "$f" ]; then cp "$f" "$results/$(basename "${f%.*}")-$label.${f##*.}"; fi
@@ -34,5 +36,6 @@ done
 if [ -f "$tmp/.gpu-store/optimize.json" ]; then cp "$tmp/.gpu-store/optimize.json" "$results/optimize-summary.json"; fi
 cp "$store_tgz" .gpu-store.tgz
 rm -rf .gpu-store && tar xzf .gpu-store.tgz
-ls -la "$results" bench/results/stores | tail -n +1
+ls -la "$results" .gpu-saved | tail -n +1
+echo "stores saved under .gpu-saved/ (not committed); at the session's end: bash scripts/keep_stores.sh $suffix"
 rm -rf "$tmp"
