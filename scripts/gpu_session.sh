@@ -58,6 +58,7 @@ elif [ -n "${STORES:-}" ]; then
 fi
 FINAL_OUT="${OUT:-/tmp/tf-out}"; OUT="$(mktemp -d)"; mkdir -p "$FINAL_OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
+CALL_START="$(date +%s)"
 JOBS="${JOBS:-6}"
 left() { echo $(( DEADLINE_S - SECONDS - 30 )); }
 log() { echo "== [$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
@@ -178,6 +179,10 @@ for step in "$@"; do
         # the whole table (every shard's records) from the shared store; nothing left to run in 0 s
         timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" --budget 0 \
           --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -50
+      fi
+      # the re-runs this call did not finish (cut ones too), for the next call's REDO
+      if [ -n "${REDO:-}" ]; then
+        python3 scripts/redo_left.py .gpu-store/optimize/store.sqlite "$REDO" "$CALL_START" | tee -a "$OUT/optimize.log"
       fi
       ;;
     *) log "unknown step $step";;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tritonforge.bench.redo import REDO_KIND, engine_fingerprint, forget_for_redo
+from tritonforge.bench.redo import REDO_KIND, engine_fingerprint, forget_for_redo, redo_left
 from tritonforge.model import DeviceInfo, Evaluation, Status, Timing, TimingMethod, VariantResult
 from tritonforge.store import RunStore
 
@@ -68,3 +68,15 @@ def test_the_fingerprint_follows_the_source(tmp_path):
     (pkg / "m.py").write_text("x = 2\n")
     assert engine_fingerprint(pkg) != first
     assert len(engine_fingerprint()) == 16       # the installed package's own
+
+
+def test_redo_left_names_the_reruns_that_stored_nothing_since_the_call_began(tmp_path):
+    with RunStore(tmp_path / "store.sqlite") as store:
+        store.put_record("optimize", "cut", {"speedup": 1.0})        # an earlier call's record
+        store.put_record("optimize", "done", {"speedup": 1.0})
+        _tick()
+        since = time.time()
+        _tick()
+        forget_for_redo(store, "cut", fingerprint="e1")             # started, then cut
+        store.put_record("optimize", "done", {"speedup": 1.3})       # re-run and stored
+        assert redo_left(store, ["cut", "done", "never"], since) == ["cut", "never"]
