@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from tritonforge.bench.optimize import headline, held_back, resumed  # noqa: E402
+from tritonforge.bench.optimize import headline, held_back, phase_summary, resumed  # noqa: E402
 from tritonforge.search.loop import OptimizeResult  # noqa: E402,F401 - registers the record type
 from tritonforge.store import RunStore  # noqa: E402
 from tritonforge.tasks.tritonbench import load_records  # noqa: E402
@@ -52,6 +52,13 @@ def main(store_path: str, subset_path: str | None = None) -> None:
     print(f"\n{len(results)} records done" + (f"; not yet run: {', '.join(left)}" if left else ""))
     print("\nHeadline over the records done (failures count as 1.0x):\n")
     print("```\n" + json.dumps(headline(results), indent=1) + "\n```")
+    phases = phase_summary(results)
+    if phases:
+        print(f"\nWhere the time goes ({phases[0][1]} records that measured their phases):\n")
+        print("| phase | records | median wall | median queued | longest |")
+        print("|---|---|---|---|---|")
+        for name, n, wall, wait, longest in phases:
+            print(f"| {name} | {n} | {wall:.0f} s | {wait:.0f} s | {longest:.0f} s |")
     split(results, "category", lambda r: records[r.task].category if r.task in records else "?")
     lines = {r.task: kernel_lines(records[r.task].source) for r in results if r.task in records}
     if len(lines) >= 4:

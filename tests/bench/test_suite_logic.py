@@ -2,9 +2,12 @@
 
 import math
 
-from tritonforge.bench.optimize import choose_subset, headline, held_back
+from dataclasses import replace
+
+from tritonforge.bench.optimize import choose_subset, headline, held_back, phase_summary
 from tritonforge.model import Candidate, Decision, HistoryEntry, Status
 from tritonforge.search.loop import OptimizeResult
+from tritonforge.search.phases import PhaseTime
 
 ORIG = Candidate("x = 1\n", "original")
 
@@ -30,6 +33,16 @@ def test_headline_counts_failures_as_one():
     assert math.isclose(h["mean_speedup_over_successes"], 2.0)
     assert math.isclose(h["geomean_all_failures_as_1"], (2.0 * 1.02) ** (1 / 3))
     assert h["best"] == 2.0
+
+
+def test_phase_summary_takes_medians_over_the_records_that_measured_phases():
+    timed = [replace(_result("a"), phases=(PhaseTime("profile", 10.0, 1.0),
+                                           PhaseTime("final check", 200.0, 0.0))),
+             replace(_result("b"), phases=(PhaseTime("profile", 20.0, 3.0),)),
+             replace(_result("c"), phases=(PhaseTime("profile", 30.0, 2.0),)),
+             _result("older")]                      # stored before phases were measured
+    assert phase_summary(timed) == [("profile", 3, 20.0, 2.0, 30.0),
+                                    ("final check", 1, 200.0, 0.0, 200.0)]
 
 
 def test_held_back_names_the_reason():

@@ -72,6 +72,12 @@ def test_rule_engine_end_to_end_on_the_interpreter(task, tmp_path):
     assert result.final is not None and result.final.accepted
     assert "correctness only" in result.final.reason
     assert decisions, "decisions are stored"
+    # where the wall time went: each phase that ran, once, and no more than the whole
+    names = [p.name for p in result.phases]
+    assert names[:3] == ["baseline", "profile", "propose"] and "verify" in names
+    assert names[-1] == "final check" and len(set(names)) == len(names)
+    assert all(p.wall_s >= 0 and p.queued_s == 0 for p in result.phases)   # one process
+    assert sum(p.wall_s for p in result.phases) <= result.wall_s
 
 
 def test_a_wrong_proposal_is_rejected_and_the_original_kept(task, tmp_path):

@@ -104,6 +104,20 @@ def headline(results: list) -> dict:
     }
 
 
+def phase_summary(results: list) -> list[tuple[str, int, float, float, float]]:
+    """Per phase (in the order phases first appear): (name, records that ran it, median wall s,
+    median queued s, longest wall s), over the records that measured their phases (records
+    stored before ``OptimizeResult.phases`` existed are left out)."""
+    walls: dict[str, list[float]] = {}
+    queued: dict[str, list[float]] = {}
+    for r in results:
+        for p in getattr(r, "phases", ()) or ():
+            walls.setdefault(p.name, []).append(p.wall_s)
+            queued.setdefault(p.name, []).append(p.queued_s)
+    return [(name, len(w), statistics.median(w), statistics.median(queued[name]), max(w))
+            for name, w in walls.items()]
+
+
 def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], object],
               store, *, budget_s: float | None, progress: Callable[[str], None],
               need_s: float = 30.0, claim: Callable[[str], bool] | None = None,

@@ -30,6 +30,7 @@ from ..runtime.service import Evaluator, gpu_blocked_s
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .output import OutputStage, _variant
+from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
 from .repair import RepairOutcome, repair_candidate
 
@@ -56,6 +57,7 @@ class OptimizeResult:
     search_cases: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
     blocked_s: float = 0.0     # of wall_s, waiting on other processes for a shared GPU
+    phases: tuple[PhaseTime, ...] = ()   # wall_s split by phase (search.phases)
 
     @property
     def improved(self) -> bool:
@@ -344,6 +346,7 @@ class Optimizer(OutputStage):
     # ------------------------------------------------------------------ the loop
     def run(self, budget_s: float | None = None) -> OptimizeResult:
         start, blocked0 = time.perf_counter(), gpu_blocked_s()
+        clock = PhaseClock()
 
         def busy_s(since: float, blocked_since: float) -> float:
             """Seconds since ``since``, less those spent queueing for a GPU shared with other
@@ -367,12 +370,14 @@ class Optimizer(OutputStage):
             base = self.known_baseline
             notes.append("the original's case times come from the baseline sweep (not timed again)")
         else:
-            base = self.timer.evaluate(task, (_variant(original, "original"),), purpose="baseline",
-                                       verify=False, time=True, keep_going=True).results[0]
+            with clock.phase("baseline"):
+                base = self.timer.evaluate(task, (_variant(original, "original"),),
+                                           purpose="baseline", verify=False, time=True,
+                                           keep_going=True).results[0]
         if base.failure is not None:
             return OptimizeResult(self.task.name, original, original, None, 0,
                                   f"the original fails: {base.failure.one_line()}",
-                                  time.perf_counter() - start, 0)
+                                  time.perf_counter() - start, 0, phases=clock.times())
         task, dropped = restrict_to_runnable(task, base)
         notes += dropped
         if not task.cases:
@@ -391,7 +396,9 @@ class Optimizer(OutputStage):
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,
                                 sm_count=info.sm_count if info else 0,
                                 capability=getattr(info, "capability", "") if info else "")
-        diagnosis = self._diagnose(original, profile_case(search_ids, base), notes, base, hardware)
+        with clock.phase("profile"):
+            diagnosis = self._diagnose(original, profile_case(search_ids, base), notes, base,
+                                       hardware)
         patience = self.settings.patience
         if diagnosis is not None and diagnosis.near_roofline and not self.interpreted:
             # little is left to gain: one round of the likeliest moves, then stop
@@ -421,17 +428,8 @@ class Optimizer(OutputStage):
             ctx = ProposalContext(task, incumbent, round_, hardware, history=tuple(history),
                                   budget=self.per_round, diagnosis=diagnosis,
                                   profile=self.profile)
-            cands: list[Candidate] = []
-            for p in self.proposers:
-                try:
-                    cands += p.propose(replace(ctx, budget=self.per_round - len(cands)))
-                except (ConfigError, StoreError):
-                    raise      # a wrong model setting or a replay that does not match: tell the user
-                except Exception as exc:  # noqa: BLE001 - a proposer's bug must not end the run
-                    log.warning("proposer %s failed: %s", p.name, exc)
-                if len(cands) >= self.per_round:
-                    break
-            cands = self._prune(task, incumbent, cands, hardware, history, notes)
+            with clock.phase("propose"):
+                cands = self._prune(task, incumbent, self._propose(ctx), hardware, history, notes)
             if not cands:
                 stop = "no new candidates"
                 round_ -= 1
@@ -439,8 +437,10 @@ class Optimizer(OutputStage):
             for c in cands:
                 if self.store:
                     self.store.put_candidate(task.name, c)
-            verified = self._verify_all(task, original, cands, verify_ids)
-            unsafe = self._cases_the_original_crashes(task, original, cands, verified, verify_ids)
+            with clock.phase("verify"):
+                verified = self._verify_all(task, original, cands, verify_ids)
+                unsafe = self._cases_the_original_crashes(task, original, cands, verified,
+                                                          verify_ids)
             if unsafe:
                 task = replace(task, cases=tuple(c for c in task.cases if c.id not in unsafe))
                 verify_ids = tuple(i for i in verify_ids if i not in unsafe)
@@ -453,18 +453,22 @@ class Optimizer(OutputStage):
                 again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)
                          or blamed_cases(verified[c.hash]) & unsafe]
                 if verify_ids and again:
-                    verified.update(self._verify_all(task, original, again, verify_ids))
+                    with clock.phase("verify"):
+                        verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
             for c in cands:
                 r = verified[c.hash]
                 if r.status is not Status.OK:
                     reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
                     history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
-            good += self._repair_failed(task, original, cands, verified, verify_ids, ctx, history)
+            with clock.phase("repair"):
+                good += self._repair_failed(task, original, cands, verified, verify_ids, ctx,
+                                            history)
             best: tuple[Decision, Candidate] | None = None
             clean: list[tuple[float, Decision, Candidate]] = []   # accepted this round
             if good:
-                timing = self._time(task, incumbent, good, search_ids)
+                with clock.phase("time"):
+                    timing = self._time(task, incumbent, good, search_ids)
                 inc = timing.result("incumbent")
                 for i, c in enumerate(good):
                     decision = judge(inc, timing.result(f"c{i}"), search_ids,
@@ -501,11 +505,27 @@ class Optimizer(OutputStage):
                 if stale >= patience:
                     stop = f"no gain for {stale} rounds"
                     break
-        final, best_c = self._output(task, original, chain, ranked, split, factor, notes,
-                                     runners=runners)
+        with clock.phase("final check"):
+            final, best_c = self._output(task, original, chain, ranked, split, factor, notes,
+                                         runners=runners)
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
-                              search_ids, tuple(notes), gpu_blocked_s() - blocked0)
+                              search_ids, tuple(notes), gpu_blocked_s() - blocked0,
+                              clock.times())
+
+    def _propose(self, ctx: ProposalContext) -> list[Candidate]:
+        """Candidates from each proposer in turn until the round's budget is filled."""
+        cands: list[Candidate] = []
+        for p in self.proposers:
+            try:
+                cands += p.propose(replace(ctx, budget=self.per_round - len(cands)))
+            except (ConfigError, StoreError):
+                raise      # a wrong model setting or a replay that does not match: tell the user
+            except Exception as exc:  # noqa: BLE001 - a proposer's bug must not end the run
+                log.warning("proposer %s failed: %s", p.name, exc)
+            if len(cands) >= self.per_round:
+                break
+        return cands
 
     def _prune(self, task: Task, incumbent: Candidate, cands: list[Candidate], hardware: HardwareInfo,
                history: list[HistoryEntry], notes: list[str]) -> list[Candidate]:
