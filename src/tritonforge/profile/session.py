@@ -187,8 +187,42 @@ PEAKS_CHILD = ("import dataclasses, json, sys\n"
                "sys.stdout.write('\\n' + json.dumps(dataclasses.asdict(measure_peaks())) + '\\n')\n")
 
 
+def _visible_gpu_name() -> str | None:
+    """The name of the GPU a child would use (the first visible one), from nvidia-smi, so the
+    driver learns it without a CUDA context; None when nvidia-smi cannot say."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    cmd = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
+    if visible.isdigit():
+        cmd += ["-i", visible]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = done.stdout.strip().splitlines() if done.returncode == 0 else []
+    return names[0].strip() if names else None
+
+
+def cached_peaks() -> Peaks | None:
+    """The peaks cached for this machine's GPU and torch, read in the driver: no child process
+    (a CUDA start-up) and no exclusive GPU lock (which queues behind every other shard's
+    timing) when they were measured before; None on a miss, or when the GPU cannot be named."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .roofline import load_cached
+
+    gpu = _visible_gpu_name()
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        return None
+    return load_cached(gpu, torch_version) if gpu else None
+
+
 def measure_peaks_isolated(timeout_s: float = 300.0) -> tuple[Peaks | None, str | None]:
-    """Measured (or cached) peaks from a child process: the driver never holds a CUDA context."""
+    """Measured (or cached) peaks from a child process: the driver never holds a CUDA context.
+    Peaks already cached for this GPU are read without the child (``cached_peaks``)."""
+    if (known := cached_peaks()) is not None:
+        return known, None
     try:
         with gpu_lock("exclusive"):     # peak bandwidth and FLOP/s are timed
             done = subprocess.run([sys.executable, "-c", PEAKS_CHILD], env=_child_env("cuda"),
