@@ -24,6 +24,15 @@ def test_tiny_block_grows_first_and_round_is_diverse():
     assert len({c.hash for c in cands}) == 6
 
 
+def test_a_tiny_blocks_moves_span_the_ladder_biggest_first():
+    task = task_from_file(EXAMPLE)
+    cands = RuleProposer().propose(_ctx(task, task.source, budget=6))
+    blocks = [c.description for c in cands if c.description.startswith("BLOCK_SIZE")]
+    # the biggest jump, then the smallest step, then the middle: not three neighbours at the top
+    assert blocks == ["BLOCK_SIZE 4 -> 1024 at launch 0", "BLOCK_SIZE 4 -> 8 at launch 0",
+                      "BLOCK_SIZE 4 -> 128 at launch 0"]
+
+
 def test_tried_candidates_are_not_proposed_again():
     task = task_from_file(EXAMPLE)
     first = RuleProposer().propose(_ctx(task, task.source, budget=2))

@@ -103,12 +103,15 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
         small = c.value < (32 if tiled else 256)
         grow = 0.6 + 0.3 * small + 0.3 * max(hints.get("larger_blocks", 0), hints.get("more_work_per_launch", 0))
         shrink = 0.3 + 0.3 * max(hints.get("more_programs", 0), hints.get("reduce_registers", 0))
-        for factor in (2, 4, 8, 16, 32, 64, 128, 256):
+        factors = [f for f in (2, 4, 8, 16, 32, 64, 128, 256) if c.value * f <= cap]
+        rank = {f: i for i, f in enumerate(_spread([*reversed(factors)]))}
+        for factor in factors:
             new = c.value * factor
-            if new > cap:
-                break
-            # small blocks: the big jumps first; otherwise one step at a time
-            score = grow + (0.02 * factor.bit_length() if small else -0.05 * factor.bit_length())
+            # small blocks: the biggest jump first, then the smallest and the middle, so one
+            # round spans the ladder (three jumps of 8 -> 64..256 were all slower on
+            # multinomial_sampling, 1 -> 64..128 on index_select_cat, H100, and no smaller step
+            # was ever tried); otherwise one step at a time
+            score = grow + (0.18 - 0.02 * rank[factor] if small else -0.05 * factor.bit_length())
             moves.append(Move("constexpr_override", (("name", c.name), ("value", new), ("site", knobs.site)),
                               score, f"{c.name} {c.value} -> {new} at launch {knobs.site}"))
         if c.value >= 32:
@@ -116,6 +119,19 @@ def _block_moves(knobs: Any, hints: dict[str, float]) -> list[Move]:
                                                      ("site", knobs.site)),
                               shrink, f"{c.name} {c.value} -> {c.value // 2} at launch {knobs.site}"))
     return moves
+
+
+def _spread(values: list) -> list:
+    """``values`` reordered to cover their range early: the first, the last, then each time the
+    one farthest (by position) from those already taken, ties to the earlier position."""
+    if len(values) <= 2:
+        return list(values)
+    order = [0, len(values) - 1]
+    while len(order) < len(values):
+        best = max((i for i in range(len(values)) if i not in order),
+                   key=lambda i: (min(abs(i - j) for j in order), -i))
+        order.append(best)
+    return [values[i] for i in order]
 
 
 # Tile sizes to try where the launching function takes the block size as a parameter: its value
