@@ -33,6 +33,20 @@ def test_a_tiny_blocks_moves_span_the_ladder_biggest_first():
                       "BLOCK_SIZE 4 -> 128 at launch 0"]
 
 
+def test_a_move_that_paid_off_on_the_parent_goes_first():
+    task = task_from_file(EXAMPLE)
+    plain = RuleProposer().propose(_ctx(task, task.source, budget=6))
+    assert plain[0].description == "BLOCK_SIZE 4 -> 1024 at launch 0"
+    earlier = (HistoryEntry("h1", "rules:launch_params", "num_warps 4 -> 2 at launch 0", Status.OK, 1.01),
+               HistoryEntry("h2", "rules:launch_params", "num_warps 4 -> 8 at launch 0", Status.OK, 1.04),
+               HistoryEntry("h3", "rules:launch_params", "num_warps 4 -> 1 at launch 0",
+                            Status.MISMATCH))
+    cands = RuleProposer().propose(_ctx(task, task.source, history=earlier, budget=6))
+    assert cands[0].description == "num_warps 4 -> 8 at launch 0"
+    # under the line (1.01x) or not verified: their ordinary turn
+    assert [c.description for c in cands[1:4]] == [c.description for c in plain[:3]]
+
+
 def test_tried_candidates_are_not_proposed_again():
     task = task_from_file(EXAMPLE)
     first = RuleProposer().propose(_ctx(task, task.source, budget=2))
