@@ -270,3 +270,20 @@ def test_non_ascii_columns_are_characters():
     line = src.splitlines()[s.span.line - 1]
     assert line[s.span.col:].startswith("add_kernel[")
     assert s.arg_for("x_ptr").source == "x"
+
+
+STRIDED = '''import triton
+import triton.language as tl
+
+@triton.jit
+def strided_copy(x_ptr, y_ptr, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK) * STRIDE + BLOCK * STRIDE * pid
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+'''
+
+
+def test_a_constexpr_stride_that_multiplies_the_program_id_is_no_tile():
+    k = analyze_source(STRIDED).kernel("strided_copy")
+    assert {t.name for t in k.tiled_constexprs} == {"STRIDE", "BLOCK"}   # both multiply pid
+    assert k.block_constexprs == ("BLOCK",)           # only BLOCK sizes an arange: a tile

@@ -221,8 +221,16 @@ class KernelInfo:
     def block_constexprs(self) -> tuple[str, ...]:
         """Constexprs that act as tile sizes (they multiply a program id or step a loop): the
         ones a search may vary without changing what the kernel computes, provided the grid
-        follows. Others (HEAD_DIM, ACTIVATION, IS_CAUSAL) describe the problem itself."""
-        tiled = {t.name for t in self.tiled_constexprs} | set(self.stepped_constexprs)
+        follows. Others (HEAD_DIM, ACTIVATION, IS_CAUSAL) describe the problem itself.
+
+        One that multiplies a program id counts only if it also sizes something: a tl.arange, a
+        loop's range or a cdiv. A convolution's constexpr ``stride_height`` multiplies a
+        pid-derived offset too (triton_conv2d_fwd), and offering it as a tile wasted two of six
+        candidates a round on a different convolution."""
+        sizing = (set(self.arange_constexprs) | set(self.compared_constexprs)
+                  | set(self.stepped_constexprs))
+        tiled = {t.name for t in self.tiled_constexprs if t.name in sizing} \
+            | set(self.stepped_constexprs)
         return tuple(p.name for p in self.params if p.is_constexpr and p.name in tiled)
 
     def param(self, name: str) -> Param | None:
