@@ -3,7 +3,15 @@ a second worker loads the size it needs instead of rebuilding every size."""
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import multiprocessing as mp
+import os
+import signal as signal_module
+import threading
+import time
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -68,7 +76,10 @@ def test_a_half_written_set_is_never_read(tmp_path):
     assert perf_inputs.store(folder, [torch.ones(3), (torch.zeros(2), 5)])
     assert perf_inputs.stored_count(folder) == 2
     assert perf_inputs.load(folder, 1)[1] == 5
-    (folder / "count").unlink()
+    with open(folder / "1.pt", "r+b") as fh:      # a size file cut short: never loaded
+        fh.truncate(10)
+    assert perf_inputs.stored_count(folder) is None
+    (folder / perf_inputs.MANIFEST).unlink()
     assert perf_inputs.stored_count(folder) is None
 
 
@@ -98,3 +109,147 @@ def test_the_memory_limit_counts_own_memory_not_mapped_input_files(tmp_path):
     assert touched == 0 and len(own) == size
     assert mapped_rss - before < size // 4
     assert owned_rss - before > size * 3 // 4
+
+
+# ---------------------------------------------------------------- one build per run, across processes
+# Workers are real processes (spawn, as the runtime's are); what they run sits at module level so
+# that a spawned child can import it. Each build leaves a marker file, so builds can be counted.
+
+def _build_set(markers: Path, pause_s: float = 0.0) -> list:
+    markers.mkdir(parents=True, exist_ok=True)
+    (markers / f"build-{os.getpid()}-{time.monotonic_ns()}").touch()
+    time.sleep(pause_s)                        # long enough for the others to arrive and wait
+    gen = torch.Generator().manual_seed(7)
+    return [torch.rand(2 ** i, generator=gen) for i in range(3, 6)] + [(torch.arange(4), 3)]
+
+
+def _ask(folder: Path, markers: Path, out: Path, start, pause_s: float) -> None:
+    """One worker: wait for the others, ask for the set, write every size it then sees to ``out``."""
+    start.wait(timeout=60)
+    got = perf_inputs.obtain(folder, functools.partial(_build_set, markers, pause_s))
+    sizes = got.built if got.built is not None else [
+        perf_inputs.load(folder, i) for i in range(perf_inputs.stored_count(folder))]
+    torch.save({"built": got.built is not None, "stored": got.stored, "sizes": sizes}, out)
+
+
+class _Hang:
+    """Pickling it (``torch.save``) signals, then hangs: a builder stuck mid-write."""
+
+    def __init__(self, signal: Path):
+        self.signal = signal
+
+    def __reduce__(self):
+        self.signal.touch()
+        time.sleep(120)
+        return (_Hang, (self.signal,))
+
+
+def _build_then_hang(markers: Path, signal: Path) -> list:
+    markers.mkdir(parents=True, exist_ok=True)
+    (markers / f"build-{os.getpid()}").touch()
+    return [torch.ones(1000), (torch.zeros(10), _Hang(signal))]
+
+
+def _die_mid_write(folder: Path, markers: Path, signal: Path) -> None:
+    perf_inputs.obtain(folder, functools.partial(_build_then_hang, markers, signal))
+
+
+def _in_thread(fn):
+    """Run ``fn`` in a daemon thread; returns (thread, result list) so a test can time it out."""
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_workers_asking_at_once_build_the_set_once_and_see_the_same_tensors(tmp_path):
+    ctx = mp.get_context("spawn")
+    folder, markers = tmp_path / "perf-inputs" / "kmod-abc", tmp_path / "markers"
+    start = ctx.Barrier(3)
+    outs = [tmp_path / f"out{i}.pt" for i in range(3)]
+    procs = [ctx.Process(target=_ask, args=(folder, markers, out, start, 1.5)) for out in outs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert len(list(markers.iterdir())) == 1                  # built exactly once
+    seen = [torch.load(out, weights_only=False) for out in outs]
+    assert sorted(s["built"] for s in seen) == [False, False, True]
+    assert all(s["stored"] for s in seen) and perf_inputs.stored_count(folder) == 4
+    expected = _build_set(tmp_path / "own")
+    for s in seen:
+        assert len(s["sizes"]) == 4
+        for got, want in zip(s["sizes"][:3], expected[:3]):
+            assert torch.equal(got, want)
+        assert torch.equal(s["sizes"][3][0], expected[3][0]) and s["sizes"][3][1] == 3
+
+
+def test_a_stored_set_is_read_without_taking_the_lock(tmp_path):
+    folder, markers = tmp_path / "perf-inputs" / "kmod-abc", tmp_path / "markers"
+    assert perf_inputs.obtain(folder, functools.partial(_build_set, markers)).stored
+    with open(perf_inputs.lock_path(folder), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)                      # as a builder would hold it
+        reader, result = _in_thread(lambda: perf_inputs.obtain(folder, functools.partial(_build_set, markers)))
+        reader.join(timeout=20)
+        assert not reader.is_alive(), "a reader of a stored set waited for the lock"
+    assert result[0].built is None and result[0].stored
+    assert len(list(markers.iterdir())) == 1
+    assert torch.equal(perf_inputs.load(folder, 0), _build_set(tmp_path / "own")[0])
+
+
+def test_a_builder_killed_mid_write_leaves_nothing_loadable_and_a_waiter_builds(tmp_path):
+    ctx = mp.get_context("spawn")
+    root, markers, signal = tmp_path / "perf-inputs", tmp_path / "markers", tmp_path / "writing"
+    folder = root / "kmod-abc"
+    builder = ctx.Process(target=_die_mid_write, args=(folder, markers, signal))
+    builder.start()
+    deadline = time.monotonic() + 90
+    while not signal.exists() and builder.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert signal.exists(), "the builder never reached its second size"
+    partial = list(root.glob("kmod-abc.building-*"))
+    assert len(partial) == 1 and (partial[0] / "0.pt").exists()             # stopped mid-write...
+    assert not folder.exists() and perf_inputs.stored_count(folder) is None  # ...and not loadable
+    waiter, result = _in_thread(lambda: perf_inputs.obtain(folder, functools.partial(_build_set, markers)))
+    time.sleep(0.5)
+    assert waiter.is_alive()                                  # waits on the builder's lock
+    os.kill(builder.pid, signal_module.SIGKILL)
+    builder.join(timeout=30)
+    waiter.join(timeout=60)
+    assert not waiter.is_alive() and result[0].built is not None and result[0].stored
+    assert len(list(markers.iterdir())) == 2                  # the dead builder's, then the waiter's
+    assert perf_inputs.stored_count(folder) == 4 and not list(root.glob("kmod-abc.building-*"))
+    assert torch.equal(perf_inputs.load(folder, 1), result[0].built[1])
+
+
+def test_a_killed_builders_partial_folder_is_never_loaded(tmp_path):
+    folder = tmp_path / "kmod-abc"
+    partial = tmp_path / f"kmod-abc.building-{os.getpid() + 1}"
+    partial.mkdir()
+    torch.save(torch.ones(3), partial / "0.pt")               # no manifest: the builder died
+    assert perf_inputs.stored_count(partial) is None and perf_inputs.stored_count(folder) is None
+    folder.mkdir()                                            # a folder without a whole set
+    (folder / "0.pt").write_bytes(b"PK\x03")
+    (folder / perf_inputs.MANIFEST).write_text('{"bytes": [100]}')
+    assert perf_inputs.stored_count(folder) is None
+    got = perf_inputs.obtain(folder, functools.partial(_build_set, tmp_path / "markers"))
+    assert got.stored and perf_inputs.stored_count(folder) == 4 and not partial.exists()
+
+
+def test_a_set_that_cannot_be_stored_is_built_by_each_worker_without_waiting(tmp_path):
+    folder, markers = tmp_path / "kmod-abc", tmp_path / "markers"
+    first = perf_inputs.obtain(folder, lambda: [1, 2])        # no tensors: nothing to store
+    assert first.built == [1, 2] and not first.stored and stored_nothing(folder)
+    with open(perf_inputs.lock_path(folder), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        other, result = _in_thread(lambda: perf_inputs.obtain(folder, functools.partial(_build_set, markers)))
+        other.join(timeout=20)
+        assert not other.is_alive()
+    assert result[0].built is not None and not result[0].stored
+    perf_inputs.remove_for(tmp_path, "kmod")
+    assert not list(tmp_path.glob("kmod-*"))
+
+
+def stored_nothing(folder: Path) -> bool:
+    return perf_inputs.stored_count(folder) is None and not folder.exists()

@@ -150,22 +150,30 @@ class InvocationBuilder:
 
     def _perf_input(self, instance: Any, recipe: PerfScriptCall, seed: int) -> Any:
         """The inputs of size ``recipe.index``: from this worker's memory, from the run's disk
-        cache (``runtime.perf_inputs``), or built (all sizes: that is how the scripts work)."""
+        cache (``runtime.perf_inputs``: built there by one worker of the run, the others wait and
+        load), or built (all sizes: that is how the scripts work)."""
         key = (hash(recipe.script), seed)
         if key in self._perf_inputs:
             return self._perf_inputs[key][recipe.index]
+
+        def build() -> list[Any]:
+            self._perf_inputs.clear()    # one script's inputs at a time: they can be large
+            seed_everything(seed)
+            instance.get_input_tensors()
+            built = list(instance.input_tensors)
+            instance.input_tensors = []
+            return built
+
         folder = self._perf_folder(recipe, seed)
-        if folder is not None and perf_inputs.stored_count(folder) is not None:
+        if folder is None:
+            self._perf_inputs[key] = build()
+            return self._perf_inputs[key][recipe.index]
+        got = perf_inputs.obtain(folder, build)
+        if got.built is None:
             return perf_inputs.load(folder, recipe.index)
-        self._perf_inputs.clear()        # one script's inputs at a time: they can be large
-        seed_everything(seed)
-        instance.get_input_tensors()
-        built = list(instance.input_tensors)
-        instance.input_tensors = []
-        if folder is not None and perf_inputs.on_host_only(built) and perf_inputs.store(folder, built):
-            return built[recipe.index]   # the rest is on disk: nothing large stays resident
-        self._perf_inputs[key] = built
-        return built[recipe.index]
+        if not got.stored:
+            self._perf_inputs[key] = got.built
+        return got.built[recipe.index]   # when stored, the rest is on disk: nothing large stays resident
 
     def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
         instance = self._perf_instance(module, recipe)
