@@ -4,7 +4,8 @@
 ``SourceAnalysis``: one ``KernelInfo`` per ``@triton.jit`` function (parameters and how their
 constexprs are marked, autotune configs and key, heuristics, dot/atomics/loops/program ids, loads
 and stores and the pointer parameters they go through) and one ``LaunchSite`` per
-``kernel[grid](...)`` call (enclosing function, grid and what it depends on, every argument bound
+``kernel[grid](...)`` call (or per kernel a local alias may be: ``fx = a if c else b``;
+``fx[grid](...)``) (enclosing function, grid and what it depends on, every argument bound
 to its parameter, literal constexpr values and where they come from, num_warps/num_stages), with
 ``LaunchSite.knobs`` giving the search engine the tunable values in typed form.
 

@@ -1,5 +1,10 @@
 """Find every ``kernel[grid](...)`` launch of a file's kernels and read its arguments and grid.
 
+A launch through a local alias (``fx = kern_a if c else kern_b`` then ``fx[grid](...)``, or
+``fx = kern``) counts too, as one site per kernel the alias may be bound to (``LaunchSite.alias``):
+a file that picks its kernel that way otherwise shows no launch of the kernels it runs, and every
+launch-side move lands on a kernel it may never run.
+
 Values are followed one step through the enclosing function: ``BLOCK = 64`` then
 ``kernel[grid](..., BLOCK)`` reads as the literal 64 coming from that line, so that a rewrite can
 change the assignment (and everything else that reads it, such as the grid) in one place. A name
@@ -275,6 +280,37 @@ def launch_kernel_name(call: ast.Call, kernels: set[str]) -> str | None:
     return None
 
 
+def alias_kernels(value: ast.expr | None, kernels: set[str]) -> tuple[str, ...] | None:
+    """The kernels ``value`` may evaluate to when it is a kernel's bare name or a conditional
+    between such names (``a if c else b``, nested too); None for anything else."""
+    if isinstance(value, ast.Name) and value.id in kernels:
+        return (value.id,)
+    if isinstance(value, ast.IfExp):
+        body, orelse = alias_kernels(value.body, kernels), alias_kernels(value.orelse, kernels)
+        if body is not None and orelse is not None:
+            return tuple(dict.fromkeys(body + orelse))
+    return None
+
+
+def launch_alias(call: ast.Call, kernels: set[str], scope: Scope | None
+                 ) -> tuple[str, tuple[str, ...]] | None:
+    """``(name, kernels)`` when a call has the form ``name[grid](...)`` and ``name`` is a local
+    of the enclosing function assigned exactly once, to a kernel or a conditional between
+    kernels (``fx = a if gemma else b``). Parameters, names assigned twice, loop variables and
+    module-level names stay unresolved: no single binding is known for them."""
+    func = call.func
+    if scope is None or not isinstance(func, ast.Subscript) or not isinstance(func.value, ast.Name):
+        return None
+    name = func.value.id
+    if name in kernels or name in scope.params:
+        return None
+    entries = scope.assigns.get(name, [])
+    if len(entries) != 1:
+        return None
+    found = alias_kernels(entries[0][1], kernels)
+    return (name, found) if found else None
+
+
 def _knobs(index: int, kernel: KernelInfo | None, name: str, args: tuple[LaunchArg, ...],
            grid: GridInfo, nw: LaunchArg | None, ns: LaunchArg | None) -> LaunchKnobs:
     knobs: list[ConstexprKnob] = []
@@ -312,7 +348,7 @@ def _knobs(index: int, kernel: KernelInfo | None, name: str, args: tuple[LaunchA
 
 def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelInfo],
                   module_scope: Scope) -> tuple[LaunchSite, ...]:
-    found: list[tuple[ast.Call, str, str | None, Scope | None]] = []
+    found: list[tuple[ast.Call, str, str | None, Scope | None, str | None, tuple[str, ...]]] = []
     names = set(kernels)
 
     def visit(node: ast.AST, qual: list[str], scope: Scope | None) -> None:
@@ -325,14 +361,19 @@ def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelI
             else:
                 if isinstance(child, ast.Call):
                     kname = launch_kernel_name(child, names)
+                    alias = launch_alias(child, names, scope) if kname is None else None
                     if kname is not None:
-                        found.append((child, kname, ".".join(qual) or None, scope))
+                        found.append((child, kname, ".".join(qual) or None, scope, None, ()))
+                    elif alias is not None:
+                        for target in alias[1]:
+                            found.append((child, target, ".".join(qual) or None, scope,
+                                          alias[0], alias[1]))
                 visit(child, qual, scope)
 
     visit(tree, [], None)
-    found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))
+    found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))   # stable: alias order kept
     sites = []
-    for index, (call, kname, qual, scope) in enumerate(found):
+    for index, (call, kname, qual, scope, alias, targets) in enumerate(found):
         res = _Resolver(scope, module_scope)
         kernel = kernels.get(kname)
         params = kernel.param_names if kernel else ()
@@ -361,5 +402,5 @@ def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelI
         grid = _grid(call.func.slice, text, res, line)
         knobs = _knobs(index, kernel, kname, tuple(args), grid, nw, ns)
         sites.append(LaunchSite(index, kname, text.span(call), qual, grid, tuple(args), nw, ns,
-                                tuple(options), star, knobs))
+                                tuple(options), star, knobs, alias, targets))
     return tuple(sites)

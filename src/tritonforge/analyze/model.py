@@ -339,7 +339,12 @@ class GridInfo:
 
 @dataclass(frozen=True)
 class LaunchSite:
-    """One ``kernel[grid](...)`` call; ``index`` counts launch sites of the file in source order."""
+    """One ``kernel[grid](...)`` call; ``index`` counts launch sites of the file in source order.
+
+    A call through a local alias (``fx = kern_a if gemma else kern_b`` then ``fx[grid](...)``)
+    is one site per kernel the alias may be bound to, all with the call's span, consecutive
+    indices, ``alias`` the local name and ``alias_kernels`` every such kernel (this one among
+    them): a change written at that call reaches whichever of them runs."""
 
     index: int
     kernel: str
@@ -352,6 +357,13 @@ class LaunchSite:
     other_options: tuple[str, ...] = ()   # other launch keywords such as num_ctas, maxnreg
     has_star_args: bool = False      # *args / **kwargs at the launch: binding incomplete
     knobs: LaunchKnobs | None = None
+    alias: str | None = None         # the local name launched through (``fx[grid](...)``)
+    alias_kernels: tuple[str, ...] = ()   # every kernel that name may be bound to
+
+    @property
+    def alias_partners(self) -> tuple[str, ...]:
+        """The other kernels the same call may launch (empty for a direct launch)."""
+        return tuple(k for k in self.alias_kernels if k != self.kernel)
 
     def arg_for(self, param: str) -> LaunchArg | None:
         for a in self.args:
@@ -386,6 +398,12 @@ class SourceAnalysis:
 
     def sites_of(self, kernel: str) -> tuple[LaunchSite, ...]:
         return tuple(s for s in self.launch_sites if s.kernel == kernel)
+
+    def same_call(self, site: LaunchSite) -> tuple[LaunchSite, ...]:
+        """The other sites of the call ``site`` is (an alias call's other kernels)."""
+        if not site.alias_partners:
+            return ()
+        return tuple(s for s in self.launch_sites if s.span == site.span and s.index != site.index)
 
     def site(self, index: int) -> LaunchSite:
         for s in self.launch_sites:

@@ -3,7 +3,8 @@
 The analysis (``tritonforge.analyze``) reads the file with ``ast``; the transforms edit it with
 libcst, which keeps every comment and the user's layout. Nodes are found again without comparing
 positions across the two parsers: launch sites by their order in the file (both list
-``kernel[grid](...)`` calls in source order, and the grid text is checked), functions by name.
+``kernel[grid](...)`` calls in source order, and the grid text is checked; an alias call
+``fx[grid](...)`` is the analysis's consecutive sites of ``fx``'s kernels), functions by name.
 Rewrites inside one kernel parse just that kernel's text, where positions are cheap to compute,
 and splice it back by line range.
 """
@@ -106,15 +107,38 @@ def _launch_kernel(call: cst.Call, kernels: set[str]) -> str | None:
 
 
 class _LaunchCollector(cst.CSTVisitor):
-    def __init__(self, kernels: set[str]):
+    """Launch calls in source order: ``kernel[grid](...)``, and ``name[grid](...)`` where the
+    analysis resolved ``name`` in that function as an alias of kernels (``aliases``: qualified
+    function -> alias names), recorded as ``(call, name, is_alias)``."""
+
+    def __init__(self, kernels: set[str], aliases: dict[str | None, set[str]]):
         super().__init__()
         self.kernels = kernels
-        self.calls: list[tuple[cst.Call, str]] = []
+        self.aliases = aliases
+        self.qual: list[str] = []
+        self.calls: list[tuple[cst.Call, str, bool]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.qual.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.qual.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.qual.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.qual.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _launch_kernel(node, self.kernels)
         if name is not None:
-            self.calls.append((node, name))
+            self.calls.append((node, name, False))
+            return
+        func = node.func
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) \
+                and func.value.value in self.aliases.get(".".join(self.qual) or None, ()):
+            self.calls.append((node, func.value.value, True))
 
 
 def grid_node(call: cst.Call) -> cst.BaseExpression:
@@ -133,22 +157,37 @@ def grid_text(call: cst.Call) -> str:
 
 
 def launch_calls(module: cst.Module, analysis: SourceAnalysis) -> dict[int, cst.Call]:
-    """The libcst Call node of every launch site, by site index; checks they line up."""
-    collector = _LaunchCollector({k.name for k in analysis.kernels})
-    module.visit(collector)
+    """The libcst Call node of every launch site, by site index; checks they line up. The sites
+    of one alias call (one per kernel the alias may be) all map to that call."""
     sites = analysis.launch_sites
-    if len(collector.calls) != len(sites):
+    aliases: dict[str | None, set[str]] = {}
+    for s in sites:
+        if s.alias is not None:
+            aliases.setdefault(s.function, set()).add(s.alias)
+    collector = _LaunchCollector({k.name for k in analysis.kernels}, aliases)
+    module.visit(collector)
+    groups: list[tuple[cst.Call, str, list[LaunchSite]]] = []
+    at = 0
+    for call, name, is_alias in collector.calls:
+        n = max(len(sites[at].alias_kernels), 1) if is_alias and at < len(sites) else 1
+        groups.append((call, name, list(sites[at:at + n])))
+        at += n
+    if at != len(sites) or any(not group for _, _, group in groups):
         raise TransformError(
-            f"found {len(collector.calls)} launch calls but the analysis lists {len(sites)}",
+            f"found {len(collector.calls)} launch calls but the analysis lists {len(sites)} "
+            "sites that do not line up with them",
             hint="the analysis belongs to another version of the source: analyze it again")
     out = {}
-    for site, (call, name) in zip(sites, collector.calls):
-        if name != site.kernel or not same_code(grid_text(call), site.grid.source):
-            raise TransformError(
-                f"launch site {site.index} ({site.kernel}[{site.grid.source}]) does not match "
-                f"the source ({name}[{grid_text(call)}])",
-                hint="the analysis belongs to another version of the source: analyze it again")
-        out[site.index] = call
+    for call, name, group in groups:
+        for site in group:
+            if name != (site.alias or site.kernel) \
+                    or not same_code(grid_text(call), site.grid.source):
+                raise TransformError(
+                    f"launch site {site.index} ({site.alias or site.kernel}[{site.grid.source}]) "
+                    f"does not match the source ({name}[{grid_text(call)}])",
+                    hint="the analysis belongs to another version of the source: analyze it "
+                         "again")
+            out[site.index] = call
     return out
 
 

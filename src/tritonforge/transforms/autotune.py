@@ -20,7 +20,7 @@ from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, ValueOrigin
 from ..errors import TransformError
 from ._cst import dotted, find_kernel, launch_calls, remove_args, replace
 from ._grid import function_view, meta_grid, other_uses
-from .base import Applicability, Transform, first_no
+from .base import Applicability, Transform, alias_refusal, first_no
 from .configs import ConfigSpec, neighbourhood
 from .constexpr import assigned_value
 
@@ -126,6 +126,9 @@ def plan_autotune(source: str | None, analysis: SourceAnalysis, kernel: KernelIn
         return f"{k.name} writes through pointers whose parameter was not found: cannot tell " \
                "which buffers to restore between tuning runs"
     for s in sites:
+        shared = alias_refusal(s, "removing the arguments the autotune configs supply")
+        if shared:
+            return shared
         if s.has_star_args:
             return f"site {s.index} passes *args/**kwargs"
         extra = set(s.other_options) & {"num_ctas", "maxnreg"}

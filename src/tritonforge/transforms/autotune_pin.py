@@ -26,7 +26,7 @@ import libcst as cst
 
 from ..analyze import KernelInfo, SourceAnalysis
 from ._cst import dotted, find_kernel, int_node, launch_calls, replace, set_keyword
-from .base import Applicability, Transform
+from .base import Applicability, Transform, alias_refusal
 from .configs import ConfigSpec
 
 
@@ -61,6 +61,9 @@ def _problem(analysis: SourceAnalysis, kernel: str, config: ConfigSpec | None,
     if not sites:
         return f"no launch of {kernel} in this source: its launches could not take the config"
     for s in sites:
+        shared = alias_refusal(s, "passing the pinned config")
+        if shared:
+            return shared
         if s.has_star_args:
             return f"site {s.index} passes *args/**kwargs: the config may collide with them"
         clash = [n for n in (*given, "num_warps", "num_stages")

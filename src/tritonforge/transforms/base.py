@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ..analyze import KernelInfo, SourceAnalysis, analyze_source
+from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ..model import content_hash
 
@@ -45,6 +45,22 @@ def short(text: str, limit: int = 60) -> str:
     """One line of at most ``limit`` characters, for reasons that quote source."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def site_label(site: LaunchSite) -> str:
+    """``site 3 (kern)``, or ``site 3 (kern, through fx)`` for a launch through an alias."""
+    through = f", through {site.alias}" if site.alias is not None else ""
+    return f"site {site.index} ({site.kernel}{through})"
+
+
+def alias_refusal(site: LaunchSite, what: str) -> str | None:
+    """Why ``what`` cannot be written at ``site`` when it launches through a local alias that may
+    also be another kernel (``fx = a if c else b``; ``fx[grid](...)``): the call is shared, so a
+    per-kernel change made there would reach the other kernel too. None for a direct launch."""
+    if not site.alias_partners:
+        return None
+    return f"{site_label(site)}: `{site.alias}` may also be {', '.join(site.alias_partners)}, " \
+           f"and {what} at that call would change it too"
 
 
 def candidate_kernels(analysis: SourceAnalysis, kernel: str | None) -> list[KernelInfo]:

@@ -48,7 +48,11 @@ def check_block_value(kernel: KernelInfo, name: str, value: object) -> str | Non
         return f"{name}={value!r}: a block size must be a positive integer"
     if name in kernel.arange_constexprs and value & (value - 1):
         return f"{name}={value} is used in tl.arange, which needs a power of two"
-    if kernel.uses_dot and name in kernel.block_constexprs and value < 16:
+    # every tile of a tl.dot kernel: a K tile that only sizes a tl.arange and advances pointers
+    # (`offs_k += TILE_K`, no loop step) is none of block_constexprs, and an autotune range
+    # extension took bmm_optimized's TILE_K 32 down to 8, which tl.dot cannot compile
+    tile = name in kernel.block_constexprs or name in kernel.arange_constexprs
+    if kernel.uses_dot and tile and value < 16:
         return f"{name}={value}: {kernel.name} uses tl.dot, which needs tiles of at least 16"
     return None
 
@@ -81,7 +85,32 @@ def site_knob(analysis: SourceAnalysis, site: LaunchSite, name: str) -> Constexp
 
 def plan_site(analysis: SourceAnalysis, site: LaunchSite, name: str, value: object,
               force: bool = False) -> _Plan | str:
-    """How to set constexpr ``name`` to ``value`` at ``site``, or why it cannot be done."""
+    """How to set constexpr ``name`` to ``value`` at ``site``, or why it cannot be done.
+
+    At a call through an alias (``fx[grid](...)``, ``fx`` one of several kernels) the value
+    written there reaches whichever kernel runs, so it must suit each of them, be written in the
+    same place for each (the same keyword, or the same local), and change what each reads."""
+    plan = _plan_one(analysis, site, name, value, force)
+    if isinstance(plan, str):
+        return plan
+    for other in analysis.same_call(site):
+        theirs = _plan_one(analysis, other, name, value, force)
+        if isinstance(theirs, str):
+            return f"site {site.index} ({site.kernel}) launches through `{site.alias}`, which " \
+                   f"may also be {other.kernel}: {theirs}"
+        if _binding(theirs, name) != _binding(plan, name):
+            return f"site {site.index} ({site.kernel}) launches through `{site.alias}`, which " \
+                   f"may also be {other.kernel}, where {name} is bound otherwise"
+    return plan
+
+
+def _binding(plan: _Plan, name: str) -> tuple:
+    arg = plan.site.arg_for(name)
+    return plan.origin, plan.variable, plan.old, arg.span if arg is not None else None
+
+
+def _plan_one(analysis: SourceAnalysis, site: LaunchSite, name: str, value: object,
+              force: bool = False) -> _Plan | str:
     kernel = analysis.kernel(site.kernel)
     where = f"site {site.index} ({site.kernel})"
     knob = site_knob(analysis, site, name)
@@ -162,7 +191,7 @@ class ConstexprOverride(Transform):
                 else f"module-level {p.variable}" if p.origin is ValueOrigin.GLOBAL \
                 else f"site {p.site.index} ({p.site.kernel})"
             targets.append(where + (" and the grid literal" if p.rewrite_grid_literal else ""))
-        return Applicability.yes(targets, "; ".join(reasons))
+        return Applicability.yes(list(dict.fromkeys(targets)), "; ".join(reasons))
 
     def _apply(self, source: str, analysis: SourceAnalysis, name: str | None = None,
                value: object = None, site: int | None = None, kernel: str | None = None,

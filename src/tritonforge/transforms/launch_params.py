@@ -4,6 +4,8 @@ The cheapest change there is: no kernel code moves. Measured on TritonBench-G (D
 alone made 4 of 6 kernels probed at least 1.05x faster. An autotuned kernel takes its launch
 options from its ``triton.Config`` list (passing them at the launch as well is an error in
 Triton 3.6: "got multiple values"), so there the configs are edited instead, for every launch.
+At a call through a local alias (``fx[grid](...)``, ``fx`` one of several kernels) the options
+reach whichever kernel runs; refused when another of them is autotuned or sets them by heuristics.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import libcst as cst
 
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis
 from ._cst import dotted, find_kernel, int_node, launch_calls, replace, set_keyword, site_selection
-from .base import Applicability, Transform, first_no, short
+from .base import Applicability, Transform, first_no, short, site_label
 
 _OPTION_POSITION = {"num_warps": 1, "num_stages": 2}    # positions in triton.Config(kwargs, ...)
 
@@ -82,6 +84,24 @@ def module_configs_target(module: cst.Module, kernel: KernelInfo) -> cst.CSTNode
     return dec
 
 
+def _partner_problem(analysis: SourceAnalysis, site: LaunchSite, num_warps: int | None,
+                     num_stages: int | None) -> str | None:
+    """Why launch options cannot go on an alias call (``fx[grid](...)``, ``fx`` one of several
+    kernels): they reach whichever kernel runs, which is right unless another of them takes them
+    from its autotune configs (passing them too is an error) or from @triton.heuristics."""
+    for name in site.alias_partners:
+        other = analysis.kernel(name)
+        if other.autotune is not None:
+            return f"{site_label(site)}: `{site.alias}` may also be {name}, which is " \
+                   "autotuned: launch options at that call would clash with its configs"
+        set_by = [n for n, v in (("num_warps", num_warps), ("num_stages", num_stages))
+                  if v is not None and n in other.heuristics]
+        if set_by:
+            return f"{site_label(site)}: `{site.alias}` may also be {name}, whose " \
+                   f"@triton.heuristics sets {set_by[0]}"
+    return None
+
+
 class LaunchParams(Transform):
     name = "launch_params"
     summary = "set num_warps/num_stages at launch sites (or on autotune configs)"
@@ -111,6 +131,10 @@ class LaunchParams(Transform):
                 reasons.append(f"site {s.index} ({s.kernel}): @triton.heuristics sets "
                                f"{by_heuristics[0]}, which would override the launch")
                 continue
+            partner = _partner_problem(analysis, s, num_warps, num_stages)
+            if partner:
+                reasons.append(partner)
+                continue
             if s.has_star_args:
                 reasons.append(f"site {s.index} ({s.kernel}) passes *args/**kwargs: "
                                "launch options may come from there")
@@ -132,7 +156,7 @@ class LaunchParams(Transform):
         sites, tuned, reasons = self._targets(analysis, site, kernel, num_warps, num_stages)
         if not sites and not tuned:
             return first_no(reasons, "launch site" if site is None else f"launch site {site}")
-        targets = [f"site {s.index} ({s.kernel})" for s in sites]
+        targets = list(dict.fromkeys(site_label(s) for s in sites))
         targets += [f"autotune configs of {k.name}" for k in tuned]
         return Applicability.yes(targets, "; ".join(reasons))
 

@@ -179,6 +179,11 @@ def plan_site(analysis: SourceAnalysis, site: LaunchSite, name: str, value: obje
                "from a parameter"
     if site.function is None:
         return f"{where}: the launch is at module level, so {param} is no function's parameter"
+    for other in analysis.same_call(site):      # an alias call: the pin reaches each kernel
+        theirs = other.knobs.constexpr(name) if other.knobs else None
+        if theirs is None or theirs.origin is not ValueOrigin.COMPUTED or theirs.source != param:
+            return f"{where}: `{site.alias}` may also be {other.kernel}, which does not take " \
+                   f"{param} as its {name}"
     if facts is not None:
         if param not in facts.params:
             arg = site.arg_for(name)

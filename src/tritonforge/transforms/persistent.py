@@ -48,7 +48,7 @@ from ._cst import (
     replace,
 )
 from ._tiles import tiles_of
-from .base import Applicability, Transform, candidate_kernels, first_no
+from .base import Applicability, Transform, alias_refusal, candidate_kernels, first_no
 
 TILES = "tf_num_tiles"
 LOOP_VAR = "_tf_pid"       # the loop variable when the program id is read inline
@@ -95,6 +95,9 @@ def check_persistent(analysis: SourceAnalysis, k: KernelInfo) -> str | None:
         return f"{k.name} is not launched in this file"
     first_default = next((p.index for p in k.params if p.default is not None), len(k.params))
     for s in sites:
+        shared = alias_refusal(s, "the persistent grid and tile count")
+        if shared:
+            return shared
         tiles = tiles_of(s, k)
         if tiles.count is None:
             return f"site {s.index}: {tiles.reason}"

@@ -50,7 +50,7 @@ from ..model import content_hash
 from ._cst import kernel_text, launch_calls, replace, splice
 from ._stream_cst import BodyPlan
 from ._stream_match import plan_body
-from .base import Applicability, Transform, first_no, short
+from .base import Applicability, Transform, alias_refusal, first_no, short
 
 CHUNKS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
@@ -80,6 +80,9 @@ def check_site(kernel: KernelInfo, site: LaunchSite, block: str) -> tuple[str, .
     """The kernel parameters whose value ``block`` is the next power of two of at ``site``
     (what the launch passes for them is E in ``triton.next_power_of_2(E)``), or why none."""
     where = f"site {site.index} ({site.kernel})"
+    shared = alias_refusal(site, f"clamping {block} to a chunk")
+    if shared:
+        return shared
     if site.has_star_args:
         return f"{where} passes *args/**kwargs"
     knob = site.knobs.constexpr(block) if site.knobs else None
