@@ -39,7 +39,7 @@ from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ._cst import append_arg, append_param, dotted, edit_kernel, kw_arg, launch_calls, replace
 from ._tiles import tiles_of
-from .base import Applicability, Transform, candidate_kernels, first_no
+from .base import Applicability, Transform, alias_refusal, candidate_kernels, first_no
 
 ROWS = "ROWS_PER_PROGRAM"
 COUNT = "_tf_rows"
@@ -177,6 +177,9 @@ def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, widths: list[str]) 
         return "the file does not import triton (the grid needs triton.cdiv)"
     first_default = next((p.index for p in k.params if p.default is not None), len(k.params))
     for s in sites:
+        shared = alias_refusal(s, "the rows-per-program grid and arguments")
+        if shared:
+            return shared
         if s.has_star_args:
             return f"site {s.index} passes *args/**kwargs"
         if any(a.position is not None and a.position >= first_default for a in s.args):
