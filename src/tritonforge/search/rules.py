@@ -271,6 +271,18 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
     ]
 
 
+def _gemm_moves(source: str, analysis: Any, kernel: str) -> list[Move]:
+    """Whole Hopper-sized GEMM tiles for a tl.dot kernel whose configs are all small
+    (``search.gemm``); none when its M/N/K tiles cannot be told apart or it has large ones."""
+    from .gemm import GEMM_SCORE, gemm_move
+
+    move = gemm_move(source, analysis, kernel)
+    if isinstance(move, str):
+        log.debug("no GEMM tiles for %s: %s", kernel, move)
+        return []
+    return [Move(move.transform, move.params, GEMM_SCORE, move.description)]
+
+
 # a launch that no longer fits the kernel's signature (constexprs it must now pass, or passes twice)
 _CALL_SIGNATURE = re.compile(r"missing \d+ required (positional|keyword-only) argument|"
                              r"got an unexpected keyword argument|got multiple values for argument|"
@@ -348,9 +360,13 @@ class RuleProposer:
         hints = _hint_weights(diagnosis)
         moves: list[Move] = []
         pinned: set[tuple[str, str]] = set()
+        gemm_seen: set[str] = set()
         for knobs in analysis.knobs:
             start = len(moves)
             self._site_moves(analysis, knobs, hints, pinned, moves, picks or {})
+            if knobs.kernel not in gemm_seen:
+                gemm_seen.add(knobs.kernel)
+                moves += _gemm_moves(source, analysis, knobs.kernel)
             if profiled and knobs.kernel not in profiled:
                 moves[start:] = [replace(m, score=m.score - COLD_SITE_PENALTY)
                                  for m in moves[start:]]
@@ -421,7 +437,17 @@ class RuleProposer:
                     continue
                 if configs is not None:
                     params["configs"] = configs
-            if self.prune and move.transform == "autotune_blocks":
+            if self.prune and move.transform in ("autotune_blocks", "autotune") \
+                    and "configs" in params:
+                # explicit configs (whole GEMM tiles): those over the device are left out
+                from .gemm import fitting_configs
+
+                fit = fitting_configs(move.transform, params["kernel"], params["configs"],
+                                      source, limits, nbytes)
+                if fit is None:
+                    continue
+                params["configs"] = fit
+            elif self.prune and move.transform == "autotune_blocks":
                 configs = self._block_configs(analysis, params["kernel"], source, limits, nbytes,
                                               _hint_weights(context.diagnosis))
                 if configs is not None:
