@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.names)
     names = ([ln.strip() for ln in path.read_text().splitlines()
-              if ln.strip() and not ln.startswith("#")] if path.is_file()
+              if ln.strip() and not ln.startswith("#")] if "," not in args.names and path.is_file()
              else [n for n in args.names.split(",") if n])
     records, harness = load_records(), load_harness()
     failed = 0

@@ -22,10 +22,13 @@ when the width is one), so a long row keeps one row per program.
 
 It applies only to the plain pattern, where that is the same computation: the program id read once
 into a name (``row = tl.program_id(0)``) never reassigned; a body of plain statements (no loop,
-branch or return); 1-D tiles only (no ``[:, None]``, reshapes or dots); reductions written as
+branch, or return but a bare one at the end); no reshapes or dots; reductions written as
 ``tl.sum/max/min/argmax/argmin(x[, axis=0])``; every store through a row-dependent pointer; and a
 launch whose grid is read by ``_tiles.tiles_of`` with a tile width computed without side effects.
-Anything else is a refusal that says why. The verifier has the last word.
+2-D tiles built as ``offs_h[:, None]`` / ``offs_d[None, :]`` (a KV-cache copy of a ``[heads,
+head_dim]`` tile per token) make the row a ``[R, 1, 1]`` column instead, if ``_row_shapes`` reads
+every shape in the body and there is no reduction; ``R`` then divides the budget by the largest
+tile's product of widths. Anything else is a refusal that says why. The verifier has the last word.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import libcst as cst
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ._cst import append_arg, append_param, dotted, edit_kernel, kw_arg, launch_calls, replace
+from ._row_shapes import body_shapes
 from ._tiles import tiles_of
 from .base import Applicability, Transform, alias_refusal, candidate_kernels, first_no
 
@@ -51,7 +55,8 @@ REFUSED_CALLS = {"dot", "dot_scaled", "reshape", "view", "trans", "permute", "ex
                  "associative_scan", "reduce", "histogram", "num_programs", "make_block_ptr",
                  "advance", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
                  "atomic_xor", "atomic_xchg", "atomic_cas", "static_range", "range", "device_print",
-                 "static_print", "full", "zeros", "zeros_like", "full_like"}
+                 "static_print", "full", "zeros", "zeros_like", "full_like", "cat", "interleave",
+                 "ravel", "gather", "topk", "xor_sum", "reduce_or", "broadcast"}
 PURE_CALLS = {"triton.next_power_of_2", "triton.cdiv", "max", "min", "int", "len", "abs"}
 
 
@@ -94,8 +99,11 @@ def _body(analysis: SourceAnalysis, k: KernelInfo) -> list[ast.stmt] | str:
     return body
 
 
-def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[str]] | str:
-    """(the row variable, the tl.arange bounds) or why the kernel does not fit the pattern."""
+Tiles = list[tuple[str, ...]]     # each tile's widths (constexpr names), one per axis
+
+
+def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, Tiles, int] | str:
+    """(the row variable, the tiles, their rank: 1 or 2) or why the kernel does not fit."""
     pid = [v for v in k.pid_vars if v.axis == 0]
     if k.program_id_calls != (0,) or not pid:
         return f"{k.name} does not read tl.program_id(0) exactly once into a name"
@@ -111,15 +119,20 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
     body = _body(analysis, k)
     if isinstance(body, str):
         return body
+    if body and isinstance(body[-1], ast.Return) and body[-1].value is None:
+        body = body[:-1]    # a bare return at the end: the end of the row's work, as before
     widths: list[str] = []
+    indexed = False
     for stmt in body:
+        if isinstance(stmt, ast.Return):
+            return f"{k.name} returns before its end (line {stmt.lineno}): an early exit would " \
+                   "end every row of the program"
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             kind = type(stmt).__name__.lower()
             return f"{k.name} has a {kind} statement (line {stmt.lineno}): " \
                    "only plain statements keep one row's work the same for several"
         for n in ast.walk(stmt):
-            if isinstance(n, ast.Subscript):
-                return f"{k.name} indexes a tile (line {n.lineno}): 1-D tiles only"
+            indexed = indexed or isinstance(n, ast.Subscript)
             if isinstance(n, (ast.Lambda, ast.IfExp, ast.ListComp, ast.GeneratorExp)):
                 return f"{k.name} has an expression this transform does not read (line {n.lineno})"
             if not isinstance(n, ast.Call):
@@ -149,9 +162,18 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
                     widths.append(bound.id)
     if not widths:
         return f"{k.name} has no tl.arange tile"
-    tiles = [t.name for t in k.tiled_constexprs if t.name in widths]
-    if tiles:
-        return f"{k.name} tiles its program id by {tiles[0]}, its tl.arange width: a larger " \
+    tiles: Tiles = [(w,) for w in widths]
+    if indexed:
+        shapes = body_shapes(body, pid[0].name)
+        if isinstance(shapes, str):
+            return f"{k.name} has {shapes}"
+        if shapes.reduction_line is not None:
+            return f"{k.name} reduces (line {shapes.reduction_line}) beside 2-D tiles: a " \
+                   "leading row axis would move the reduced axis"
+        tiles = list(shapes.tiles)
+    tiled = [t.name for t in k.tiled_constexprs if t.name in widths]
+    if tiled:
+        return f"{k.name} tiles its program id by {tiled[0]}, its tl.arange width: a larger " \
                "block does the same (constexpr_override)"
     dependent = {pid[0].name}
     for stmt in body:
@@ -166,10 +188,10 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, list[st
                 else [getattr(stmt, "target", None)]
             dependent |= {n.id for t in targets if t is not None for n in ast.walk(t)
                           if isinstance(n, ast.Name)}
-    return pid[0].name, widths
+    return pid[0].name, tiles, 2 if indexed else 1
 
 
-def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, widths: list[str]) -> str | None:
+def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, shapes: Tiles) -> str | None:
     sites = analysis.sites_of(k.name)
     if not sites:
         return f"{k.name} is not launched in this file"
@@ -188,7 +210,7 @@ def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, widths: list[str]) 
         tiles = tiles_of(s, k)
         if tiles.count is None:
             return f"site {s.index}: {tiles.reason}"
-        for w in widths:
+        for w in dict.fromkeys(w for t in shapes for w in t):
             src = _width_source(s, k, w)
             if src is None:
                 return f"site {s.index} does not pass {w}"
@@ -291,7 +313,7 @@ class RowsPerProgram(Transform):
             if why:
                 reasons.append(why)
             else:
-                out.append((k, checked[0], checked[1]))
+                out.append((k, *checked))
         return out, reasons
 
     def _applies(self, analysis: SourceAnalysis, kernel: str | None = None,
@@ -299,7 +321,7 @@ class RowsPerProgram(Transform):
         targets, reasons = self._targets(analysis, kernel)
         if not targets:
             return first_no(reasons, "one-row-per-program kernel")
-        return Applicability.yes([k.name for k, _, _ in targets], "; ".join(reasons))
+        return Applicability.yes([t[0].name for t in targets], "; ".join(reasons))
 
     def _apply(self, source: str, analysis: SourceAnalysis, kernel: str | None = None,
                elements: int = 2048, **_: Any) -> str:
@@ -308,22 +330,24 @@ class RowsPerProgram(Transform):
             raise TransformError(f"{self.name}: elements={elements!r} must be a power of two > 1")
         targets, _ = self._targets(analysis, kernel)
         tl = "tl" if "tl" in analysis.module_names else "triton.language"
-        for k, row, _ in sorted(targets, key=lambda t: -t[0].span.line):
-            source = edit_kernel(source, k, {}, whole=lambda fn, row=row: _lift(fn, row, tl))
-        return self._launches(source, [(k.name, w) for k, _, w in targets], elements)
+        for k, row, _, rank in sorted(targets, key=lambda t: -t[0].span.line):
+            source = edit_kernel(source, k, {},
+                                 whole=lambda fn, row=row, rank=rank: _lift(fn, row, tl, rank))
+        return self._launches(source, [(k.name, tiles) for k, _, tiles, _ in targets], elements)
 
-    def _launches(self, source: str, kernels: list[tuple[str, list[str]]], elements: int) -> str:
+    def _launches(self, source: str, kernels: list[tuple[str, Tiles]], elements: int) -> str:
         fresh = analyze_source(source)
         module = cst.parse_module(source)
         calls = launch_calls(module, fresh)
         edits: dict[int, Any] = {}
-        widths = dict(kernels)
+        shapes = dict(kernels)
         for s in fresh.launch_sites:
-            if s.kernel not in widths:
+            if s.kernel not in shapes:
                 continue
             k = fresh.kernel(s.kernel)
             tiles = tiles_of(s, k)
-            srcs = [f"({_width_source(s, k, w)})" for w in widths[s.kernel]]
+            srcs = [" * ".join(f"({_width_source(s, k, w)})" for w in t) for t in shapes[s.kernel]]
+            srcs = [f"({x})" if len(t) > 1 else x for x, t in zip(srcs, shapes[s.kernel])]
             widest = srcs[0] if len(srcs) == 1 else f"max({', '.join(srcs)})"
             rows = f"max(1, {elements} // {widest})"
             tail = "".join(f", {r}" for r in tiles.rest) if tiles.rest else ","
@@ -339,8 +363,9 @@ class RowsPerProgram(Transform):
         return replace(module, edits).code
 
 
-def _lift(fn: cst.FunctionDef, row: str, tl: str) -> cst.FunctionDef:
-    """The kernel with ``row`` a column of rows and every statement after it rewritten."""
+def _lift(fn: cst.FunctionDef, row: str, tl: str, rank: int) -> cst.FunctionDef:
+    """The kernel with ``row`` a column of rows (``[R, 1]``, or ``[R, 1, 1]`` beside 2-D tiles)
+    and every statement after it rewritten."""
     body = list(fn.body.body)
     at = next(i for i, s in enumerate(body)
               if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
@@ -349,7 +374,7 @@ def _lift(fn: cst.FunctionDef, row: str, tl: str) -> cst.FunctionDef:
               and s.body[0].targets[0].target.value == row)
     first = body[at]
     lifted = first.with_changes(body=[first.body[0].with_changes(value=cst.parse_expression(
-        f"({tl}.program_id(0) * {ROWS} + {tl}.arange(0, {ROWS}))[:, None]"))])
+        f"({tl}.program_id(0) * {ROWS} + {tl}.arange(0, {ROWS}))[:{', None' * rank}]"))])
     ok = cst.parse_statement(f"{OK} = {row} < {COUNT}\n")
     dependent = {row}
     rest = []
