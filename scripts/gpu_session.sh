@@ -12,6 +12,7 @@
 # call's carry to go on where it stopped (or carry that gpu-store.tgz itself as .gpu-store.tgz).
 #   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
+#   BASELINE_STORES  the baseline store's suffix, where it differs (default: STORES)
 #   STORES       suffix of the committed stores to resume from when no .gpu-store.tgz is carried
 #                (e.g. h100-2026-11-23-s5: bench/results/stores/{optimize,baseline}-<it>.sqlite.gz)
 #   JOBS         workers side by side for untimed runs (default 6)
@@ -46,11 +47,17 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # Or, lighter, with STORES=SUFFIX and no .gpu-store.tgz carried: the stores are rebuilt from the
 # committed bench/results/stores/{optimize,baseline}-SUFFIX.sqlite.gz that travel with the tree
 # (scripts/keep_stores.sh commits them once, at a session's end), so the carry holds no second copy
-# of them. Within a session, carry the .gpu-store.tgz that save_gpu_call.sh leaves after each call.
+# of them. Within a session, carry the .gpu-store.tgz that save_gpu_call.sh leaves after each call,
+# or, lighter, only .gpu-saved/optimize-SUFFIX.sqlite.gz with STORES=SUFFIX (the baseline store,
+# unchanged by optimize calls, then comes from the committed one of the same suffix, or name it).
 if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"
 elif [ -n "${STORES:-}" ]; then
   for kind in optimize baseline; do
-    gz="bench/results/stores/$kind-$STORES.sqlite.gz"
+    suffix="$STORES"; [ "$kind" = baseline ] && suffix="${BASELINE_STORES:-$STORES}"
+    # a store saved by an earlier call of this session (save_gpu_call.sh; carry that one file)
+    # comes before the committed one
+    gz=".gpu-saved/$kind-$suffix.sqlite.gz"
+    [ -f "$gz" ] || gz="bench/results/stores/$kind-$suffix.sqlite.gz"
     if [ -f "$gz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then
       mkdir -p ".gpu-store/$kind" && gunzip -c "$gz" > ".gpu-store/$kind/store.sqlite" && echo "store from $gz"
     fi
