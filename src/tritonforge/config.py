@@ -48,6 +48,8 @@ class Settings:
     timing_interleave: str = "call"   # block: a variant's calls of a round back to back; call: turns
     timing_pace: bool = False         # GPU kept ahead of the host; a sample = max(GPU, host time)
     cuda_graph: bool = False
+    search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
+    # do_bench of this many ms (0: Triton's own 100 ms); the final check always uses Triton's own
     max_rounds: int = 8
     patience: int = 2                 # rounds without gain before stopping
     min_speedup: float = 1.05
@@ -139,6 +141,9 @@ def load_settings(
     if settings.timing_interleave not in INTERLEAVE_MODES:
         raise ConfigError(f"timing_interleave must be one of {', '.join(INTERLEAVE_MODES)}, "
                           f"not {settings.timing_interleave!r}")
+    if settings.search_autotune_rep_ms < 0:
+        raise ConfigError(f"search_autotune_rep_ms must be 0 (Triton's own benchmark) or more, "
+                          f"not {settings.search_autotune_rep_ms!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):
         raise ConfigError(f"emit must be auto, fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):

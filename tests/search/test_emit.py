@@ -116,6 +116,9 @@ def test_a_timed_evaluation_notes_what_each_autotuner_picked(tmp_path):
     picks = [n for n in evaluation.notes if n.startswith("autotune pick auto: ")]
     assert picks and all("BLOCK_SIZE=" in n and "num_warps=" in n for n in picks), evaluation.notes
     assert not any(n.startswith("autotune pick original") for n in evaluation.notes)   # not tuned
+    # where the timed request's seconds went (the interpreter autotunes with its own shim)
+    phases = [n for n in evaluation.notes if n.startswith("worker seconds (autotune full): ")]
+    assert len(phases) == 1 and all(p in phases[0] for p in ("import ", "first runs", "timing "))
 
 
 AUTOTUNED_SCALE = '''import torch

@@ -23,7 +23,7 @@ from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules
 from .protocol import EvaluateRequest, Progress
-from .quick_autotune import quicken_autotuners
+from .quick_autotune import quicken_autotuners, shorten_autotuners
 from .timing import far_slower, time_interleaved
 
 log = logging.getLogger(__name__)
@@ -76,11 +76,23 @@ def autotunes_quickly(dev: str, request: EvaluateRequest) -> bool:
     return dev == "cuda" and not request.time
 
 
-def module_label(task: str, variant: str, quick: bool) -> str:
-    """The name a variant's module is imported under in the worker. Quick-autotuning modules
-    get their own, so a timed request in the same worker never reuses their autotuners (and the
-    configs they chose cheaply); modules are cached by label and source (runtime.loader)."""
-    return f"{task}_{variant}" + ("_verify" if quick else "")
+def autotune_mode(dev: str, request: EvaluateRequest) -> str:
+    """How the request's autotuners benchmark their configs: 'quick' (verification on the GPU:
+    each config run twice), 'short' (the search's timings: a short do_bench), or 'full'
+    (Triton's own: the final check, the baseline, and the CPU interpreter with its own shim)."""
+    if autotunes_quickly(dev, request):
+        return "quick"
+    if dev == "cuda" and request.time and request.timing.autotune_rep_ms:
+        return "short"
+    return "full"
+
+
+def module_label(task: str, variant: str, mode: str) -> str:
+    """The name a variant's module is imported under in the worker, per ``autotune_mode``.
+    Modules that autotune another way get their own, so a request in the same worker never reuses
+    autotuners (and the configs they chose) of another kind; modules are cached by label and
+    source (runtime.loader)."""
+    return f"{task}_{variant}" + {"quick": "_verify", "short": "_short"}.get(mode, "")
 
 
 def _selected_cases(request: EvaluateRequest) -> list[Case]:
@@ -106,15 +118,19 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         """Charge a patch of torch/triton/time to the candidate that made it (then undo it)."""
         return _watch(st) if watched and st is not states[0] else contextlib.nullcontext()
 
-    quick = autotunes_quickly(dev, request)
+    mode = autotune_mode(dev, request)
+    marks = [("import", time.perf_counter())]   # where a timed request's seconds go (its notes)
     for st in states:
         report(Progress("import", st.variant.name))
         try:
             with guarded(st):
-                st.module = import_source(module_dir, module_label(task.name, st.variant.name, quick),
+                st.module = import_source(module_dir, module_label(task.name, st.variant.name, mode),
                                           st.variant.source)
-            if quick:     # the harness's own change, outside the candidate's watch
+            # the harness's own change, outside the candidate's watch
+            if mode == "quick":
                 quicken_autotuners(st.module)
+            elif mode == "short":
+                shorten_autotuners(st.module, request.timing.autotune_rep_ms)
         except BaseException as exc:  # noqa: BLE001 - a variant's import failure is data
             st.failure, broken = classify_exception(exc, importing=True)
     reference = states[0]
@@ -129,6 +145,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         return [s for s in states if s.failure is None and s.module is not None]
 
     # 1. run every case once per variant: does it run at all? (compile errors, crashes)
+    marks.append(("first runs (compile, autotune)", time.perf_counter()))
     if request.run_cases:
         for case in cases:
             for st in alive():
@@ -147,6 +164,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                                        device, []), True
 
     # 2. verify each candidate against the reference
+    marks.append(("verify", time.perf_counter()))
     if request.verify and len(states) > 1 and reference.failure is None:
         for st in [s for s in alive() if s is not reference]:
             report(Progress("verify", st.variant.name))
@@ -159,6 +177,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                     return _finish(task, _unverified(states, st, st.failure, True), device, []), True
 
     # 3. time the performance cases, every surviving variant interleaved on the same inputs
+    marks.append(("timing", time.perf_counter()))
     if request.time:
         hopeless: set[str] = set()       # far slower than the reference on an earlier case
         for case in (c for c in cases if c.role is CaseRole.PERFORMANCE):
@@ -203,7 +222,17 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
     notes = [line for st in states if st.module is not None
              for line in autotune_picks(st.module, st.variant.name)] if request.time else []
+    if request.time:
+        notes.append(phase_note(marks, time.perf_counter(), mode))
     return _finish(task, states, device, notes), broken
+
+
+def phase_note(marks: list[tuple[str, float]], end: float, mode: str) -> str:
+    """``worker seconds (autotune MODE): import 1.2, first runs ... 40.3, ...``: a timed
+    request holds the GPU exclusively throughout, so its notes say which part took the time."""
+    ends = [t for _, t in marks[1:]] + [end]
+    parts = [f"{name} {stop - start:.1f}" for (name, start), stop in zip(marks, ends)]
+    return f"worker seconds (autotune {mode}): " + ", ".join(parts)
 
 
 _BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}

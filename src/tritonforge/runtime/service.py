@@ -153,14 +153,16 @@ def timing_plan(settings: Settings) -> TimingPlan:
                       warmup_ms=settings.timing_warmup_ms, flush_l2=settings.flush_l2,
                       flush_mode=settings.flush_mode, interleave=settings.timing_interleave,
                       pace=settings.timing_pace,
-                      cuda_graph=settings.cuda_graph)
+                      cuda_graph=settings.cuda_graph,
+                      autotune_rep_ms=settings.search_autotune_rep_ms or None)
 
 
 def final_check_plan(settings: Settings) -> TimingPlan:
     """The final check times every variant on every case in full: its figures are the ones
     reported, and a variant dropped early there (on one noisy estimate) would lose a real
-    speedup. The per-case time budget still bounds slow cases."""
-    return dataclasses.replace(timing_plan(settings), abandon_slower=None)
+    speedup. The per-case time budget still bounds slow cases. Autotuned kernels tune with
+    Triton's own benchmark there, as in the user's process."""
+    return dataclasses.replace(timing_plan(settings), abandon_slower=None, autotune_rep_ms=None)
 
 
 def original_variant(task: Task) -> Variant:

@@ -53,6 +53,8 @@ class TimingPlan:
     min_rounds: int = 4
     abandon_slower: float | None = 1.3
     case_budget_ms: float | None = 6000.0
+    autotune_rep_ms: float | None = None  # None: @triton.autotune benchmarks each config with
+    # Triton's own do_bench; a number: a short one of that many ms (runtime.quick_autotune)
 
 
 class _Flusher:
