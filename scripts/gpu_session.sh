@@ -161,6 +161,8 @@ for step in "$@"; do
       # the baseline's limit: a worker holds a whole script's inputs while it builds them
       # (destindex_copy: 8.6 GB of host tensors), and the GPU machine has 128 GiB
       export TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}"
+      # every request's stages with the wall time (lock waits, compile/autotune runs, timing)
+      export TRITONFORGE_PROGRESS_LOG="$OUT/progress.log"
       log "optimize the TritonBench-G subset in $SHARDS process(es) (budget $(( $(left) - 60 )) s)"
       SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
       OPT_ARGS=(--device cuda --run-dir .gpu-store/optimize --names "$SUBSET" --per-kernel "${PER_KERNEL_S:-150}")

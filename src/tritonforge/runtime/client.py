@@ -29,6 +29,29 @@ from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive,
 
 log = logging.getLogger(__name__)
 
+PROGRESS_LOG_ENV = "TRITONFORGE_PROGRESS_LOG"
+
+
+def trace_progress(request: EvaluateRequest, message: Progress | str) -> None:
+    """Append ``message`` with the wall time to the file $TRITONFORGE_PROGRESS_LOG names, when set:
+    a timeline of every request's stages (which variant compiled, autotuned, verified or was timed
+    on which case, and when), to find where a GPU call's minutes went. A line is written
+    whole, so several shards may share the file."""
+    path = os.environ.get(PROGRESS_LOG_ENV)
+    if not path:
+        return
+    if isinstance(message, Progress):
+        what = " ".join(p for p in (message.stage, message.variant, message.case_id) if p)
+    else:
+        what = message
+    line = (f"{time.strftime('%H:%M:%S')} pid {os.getpid()} {request.task.name} "
+            f"({len(request.variants)} variants, time={request.time}): {what}\n")
+    try:
+        with open(path, "a") as fh:
+            fh.write(line)
+    except OSError:       # a trace never stops a run
+        pass
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -169,6 +192,7 @@ class Worker:
             self.start()
         assert self.info is not None
         send(self._to_child, request)
+        trace_progress(request, "sent")
         last = Progress("start")
         last_time = time.monotonic()
         while True:
@@ -180,14 +204,18 @@ class Worker:
                     return self._death(request, last, Status.CRASH, self._exit_reason())
                 last_time = now
                 if isinstance(message, Progress):
+                    if message != last:
+                        trace_progress(request, message)
                     last = message
                     continue
                 if isinstance(message, Done):
+                    trace_progress(request, "done")
                     if message.context_broken:
                         self.kill()
                     return message.evaluation
                 continue
             if now - last_time > self.timeout_s:
+                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed")
                 self.kill()
                 return self._death(request, last, Status.TIMEOUT,
                                    f"no progress for {self.timeout_s:.0f} s during "

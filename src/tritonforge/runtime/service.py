@@ -23,7 +23,7 @@ from ..model import (
 )
 from ..model.serialize import dumps
 from ..store import RunStore
-from .client import Worker, cuda_available
+from .client import Worker, cuda_available, trace_progress
 from .protocol import EvaluateRequest
 from .timing import TimingPlan
 
@@ -215,12 +215,34 @@ class Evaluator:
         if rejected:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
-        with gpu_lock(lock_mode(request.variants and self.device == "cuda", time)):
+        mode = lock_mode(request.variants and self.device == "cuda", time)
+        if mode == "exclusive" and gpu_lock_covers_all():
+            self._compile_first(request, purpose)
+        if mode:
+            trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
+        with gpu_lock(mode):
+            if mode:
+                trace_progress(request, f"{purpose}: GPU lock taken")
             evaluation = self.worker.evaluate(request) if request.variants else None
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)
         if self.store is not None:
             self.store.put_evaluation(key, purpose, evaluation)
         return evaluation
+
+    def _compile_first(self, request: EvaluateRequest, purpose: str) -> None:
+        """Run the timed request's cases once per variant under the *shared* GPU lock first,
+        autotuners quick (every config compiled and run twice), and drop the result: Triton's
+        on-disk cache then holds every kernel the timed request needs, and it compiles none of
+        them while it holds the GPU exclusively. A kernel whose tile constexpr follows the size
+        (max_reduction's BLOCK_N = next_power_of_2(N)) compiles anew for every performance size
+        and every config: one round of its 7 variants held the exclusive lock 272 s, most of it
+        compiling, while two other shards waited (H100 session 14). Best effort: a variant that
+        fails here fails again, as a result, in the timed request."""
+        warm = dataclasses.replace(request, verify=False, time=False, run_cases=True,
+                                   keep_going=True)
+        trace_progress(warm, f"{purpose}: compile pass: waiting for the GPU lock (shared)")
+        with gpu_lock(lock_mode(True, False)):
+            self.worker.evaluate(warm)
 
     # ------------------------------------------------------------------ static policy
     def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:

@@ -1,0 +1,77 @@
+"""Timed requests of shards sharing a GPU compile under the shared lock first (service)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonforge.config import Settings
+from tritonforge.runtime import service
+from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.tasks.loader import task_from_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src/tritonforge/examples/vector_add.py"
+
+
+class _Worker:
+    """Records each request and the GPU lock it ran under; answers with no evaluation."""
+
+    def __init__(self, held: list[str | None]):
+        self.held, self.requests = held, []
+
+    def evaluate(self, request):
+        self.requests.append((request, self.held[-1] if self.held else None))
+        return None
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def evaluator(tmp_path, monkeypatch):
+    held: list[str | None] = []
+
+    class _Lock:
+        def __init__(self, mode):
+            self.mode = mode
+
+        def __enter__(self):
+            held.append(self.mode)
+
+        def __exit__(self, *exc):
+            held.pop()
+
+    monkeypatch.setattr(service, "gpu_lock", _Lock)
+    ev = Evaluator(Settings(device="cpu"), tmp_path / "w", device="cuda")
+    ev.worker = _Worker(held)
+    ev._merge_rejections = lambda task, variants, evaluation, rejected: evaluation
+    return ev
+
+
+def _lock_env(monkeypatch, scope: str | None):
+    monkeypatch.setenv(service.GPU_LOCK_ENV, "/tmp/unused.lock")
+    if scope:
+        monkeypatch.setenv(service.GPU_LOCK_SCOPE_ENV, scope)
+    else:
+        monkeypatch.delenv(service.GPU_LOCK_SCOPE_ENV, raising=False)
+
+
+def test_a_timed_request_of_shards_compiles_under_the_shared_lock_first(evaluator, monkeypatch):
+    _lock_env(monkeypatch, "all")
+    task = task_from_file(EXAMPLE)
+    evaluator.evaluate(task, (original_variant(task),), purpose="time", verify=False, time=True,
+                       run_cases=False, case_ids=("p",))
+    (warm, warm_lock), (timed, timed_lock) = evaluator.worker.requests
+    assert warm_lock == "shared" and timed_lock == "exclusive"
+    assert not warm.time and not warm.verify and warm.run_cases and warm.case_ids == ("p",)
+    assert timed.time and not timed.run_cases and warm.variants == timed.variants
+
+
+def test_untimed_requests_and_a_lone_process_get_no_compile_pass(evaluator, monkeypatch):
+    task = task_from_file(EXAMPLE)
+    _lock_env(monkeypatch, "all")
+    evaluator.evaluate(task, (original_variant(task),), purpose="verify", time=False)
+    _lock_env(monkeypatch, None)       # the lock covers timing only: no shards verify beside it
+    evaluator.evaluate(task, (original_variant(task),), purpose="time", time=True)
+    assert [lock for _, lock in evaluator.worker.requests] == ["shared", "exclusive"]
