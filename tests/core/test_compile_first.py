@@ -57,13 +57,14 @@ def _lock_env(monkeypatch, scope: str | None):
         monkeypatch.delenv(service.GPU_LOCK_SCOPE_ENV, raising=False)
 
 
-def test_a_timed_request_of_shards_compiles_under_the_shared_lock_first(evaluator, monkeypatch):
+def test_a_timed_request_of_shards_is_compiled_first_with_no_lock(evaluator, monkeypatch):
     _lock_env(monkeypatch, "all")
     task = task_from_file(EXAMPLE)
     evaluator.evaluate(task, (original_variant(task),), purpose="time", verify=False, time=True,
                        run_cases=False, case_ids=("p",))
     (warm, warm_lock), (timed, timed_lock) = evaluator.worker.requests
-    assert warm_lock == "shared" and timed_lock == "exclusive"
+    assert warm_lock is None and timed_lock == "exclusive"
+    assert warm.compile_only and not timed.compile_only
     assert not warm.time and not warm.verify and warm.run_cases and warm.case_ids == ("p",)
     assert timed.time and not timed.run_cases and warm.variants == timed.variants
 
@@ -75,3 +76,38 @@ def test_untimed_requests_and_a_lone_process_get_no_compile_pass(evaluator, monk
     _lock_env(monkeypatch, None)       # the lock covers timing only: no shards verify beside it
     evaluator.evaluate(task, (original_variant(task),), purpose="time", time=True)
     assert [lock for _, lock in evaluator.worker.requests] == ["shared", "exclusive"]
+    assert not any(r.compile_only for r, _ in evaluator.worker.requests)
+
+
+def test_compiling_without_launching_turns_every_launch_into_a_warmup(monkeypatch):
+    from triton.runtime.jit import JITFunction
+
+    from tritonforge.runtime.quick_autotune import compile_without_launching
+
+    seen = []
+
+    def recorder(self, *args, grid, warmup, **kwargs):
+        seen.append((args, grid, warmup, kwargs))
+        return "compiled"
+
+    monkeypatch.setattr(JITFunction, "run", recorder)
+    with compile_without_launching():
+        assert JITFunction.run is not recorder
+        assert JITFunction.run(object(), 1, 2, grid=(4,), warmup=False, BLOCK=8) == "compiled"
+    assert JITFunction.run is recorder            # restored
+    assert seen == [((1, 2), (4,), True, {"BLOCK": 8})]
+    with pytest.raises(RuntimeError), compile_without_launching():
+        raise RuntimeError("a wrapper's error")
+    assert JITFunction.run is recorder            # restored after an error too
+
+
+def test_a_compile_pass_gets_modules_and_autotuners_of_its_own():
+    from types import SimpleNamespace
+
+    from tritonforge.runtime.evaluate import autotune_mode, module_label
+    from tritonforge.runtime.timing import TimingPlan
+
+    warm = SimpleNamespace(time=False, compile_only=True, timing=TimingPlan())
+    assert autotune_mode("cuda", warm) == "compile"
+    assert autotune_mode("cpu", warm) == "full"
+    assert len({module_label("t", "v", m) for m in ("compile", "quick", "short", "full")}) == 4

@@ -23,7 +23,7 @@ from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules
 from .protocol import EvaluateRequest, Progress
-from .quick_autotune import quicken_autotuners, shorten_autotuners
+from .quick_autotune import compile_without_launching, quicken_autotuners, shorten_autotuners
 from .timing import far_slower, time_interleaved
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,12 @@ def autotunes_quickly(dev: str, request: EvaluateRequest) -> bool:
 
 
 def autotune_mode(dev: str, request: EvaluateRequest) -> str:
-    """How the request's autotuners benchmark their configs: 'quick' (verification on the GPU:
-    each config run twice), 'short' (the search's timings: a short do_bench), or 'full'
+    """How the request's autotuners benchmark their configs: 'compile' (a compile-only pass:
+    each config compiled, nothing launched), 'quick' (verification on the GPU: each config run
+    twice), 'short' (the search's timings: a short do_bench), or 'full'
     (Triton's own: the final check, the baseline, and the CPU interpreter with its own shim)."""
+    if dev == "cuda" and getattr(request, "compile_only", False):
+        return "compile"
     if autotunes_quickly(dev, request):
         return "quick"
     if dev == "cuda" and request.time and request.timing.autotune_rep_ms:
@@ -92,7 +95,8 @@ def module_label(task: str, variant: str, mode: str) -> str:
     Modules that autotune another way get their own, so a request in the same worker never reuses
     autotuners (and the configs they chose) of another kind; modules are cached by label and
     source (runtime.loader)."""
-    return f"{task}_{variant}" + {"quick": "_verify", "short": "_short"}.get(mode, "")
+    return f"{task}_{variant}" + {"quick": "_verify", "short": "_short",
+                                  "compile": "_compile"}.get(mode, "")
 
 
 def _selected_cases(request: EvaluateRequest) -> list[Case]:
@@ -127,7 +131,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 st.module = import_source(module_dir, module_label(task.name, st.variant.name, mode),
                                           st.variant.source)
             # the harness's own change, outside the candidate's watch
-            if mode == "quick":
+            if mode in ("quick", "compile"):
                 quicken_autotuners(st.module)
             elif mode == "short":
                 shorten_autotuners(st.module, request.timing.autotune_rep_ms)
@@ -146,6 +150,18 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
 
     # 1. run every case once per variant: does it run at all? (compile errors, crashes)
     marks.append(("first runs (compile, autotune)", time.perf_counter()))
+    if mode == "compile":
+        with compile_without_launching():
+            for case in cases:
+                for st in alive():
+                    report(Progress("compile", st.variant.name, case.id))
+                    try:
+                        builder.build(st.module, case, case.seeds[0]).call()
+                    except BaseException as exc:  # noqa: BLE001 - best effort, dropped
+                        st.failure, broken = classify_exception(exc, case_id=case.id)
+                        if broken:
+                            return _finish(task, states, device, []), True
+        return _finish(task, states, device, [phase_note(marks, time.perf_counter(), mode)]), broken
     if request.run_cases:
         for case in cases:
             for st in alive():

@@ -22,8 +22,10 @@ of the config the user's real autotuner picks. The CPU interpreter has its own s
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -68,6 +70,27 @@ def quicken_autotuners(module: types.ModuleType) -> int:
     return len(found)
 
 
+@contextlib.contextmanager
+def compile_without_launching() -> Iterator[None]:
+    """Every ``@triton.jit`` kernel called inside compiles (or loads from Triton's cache) and
+    returns without launching: ``JITFunction.run`` with ``warmup=True``, which autotuners and
+    heuristics reach too. A timed request's kernels are compiled this way beforehand, with no
+    GPU lock held, so that the timed request compiles none while it holds the GPU exclusively.
+    The wrapper's own torch operations still run, on outputs no kernel wrote."""
+    from triton.runtime.jit import JITFunction
+
+    launch = JITFunction.run
+
+    def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        return launch(self, *args, grid=grid, warmup=True, **kwargs)
+
+    JITFunction.run = compile_only
+    try:
+        yield
+    finally:
+        JITFunction.run = launch
+
+
 def shorten_autotuners(module: types.ModuleType, rep_ms: float) -> int:
     """Give every top-level autotuner of ``module`` ``short_bench(rep_ms)``; returns how many."""
     from ..verify.config_variation import autotuners
@@ -79,4 +102,5 @@ def shorten_autotuners(module: types.ModuleType, rep_ms: float) -> int:
     return len(found)
 
 
-__all__ = ["quick_bench", "quicken_autotuners", "short_bench", "shorten_autotuners"]
+__all__ = ["compile_without_launching", "quick_bench", "quicken_autotuners", "short_bench",
+           "shorten_autotuners"]

@@ -230,19 +230,21 @@ class Evaluator:
         return evaluation
 
     def _compile_first(self, request: EvaluateRequest, purpose: str) -> None:
-        """Run the timed request's cases once per variant under the *shared* GPU lock first,
-        autotuners quick (every config compiled and run twice), and drop the result: Triton's
-        on-disk cache then holds every kernel the timed request needs, and it compiles none of
-        them while it holds the GPU exclusively. A kernel whose tile constexpr follows the size
-        (max_reduction's BLOCK_N = next_power_of_2(N)) compiles anew for every performance size
-        and every config: one round of its 7 variants held the exclusive lock 272 s, most of it
-        compiling, while two other shards waited (H100 session 14). Best effort: a variant that
-        fails here fails again, as a result, in the timed request."""
+        """Compile every kernel a timed request needs before it takes the GPU exclusively: its
+        cases run once per variant with kernels compiled but never launched
+        (``quick_autotune.compile_without_launching``; every autotune config compiled), with no
+        GPU lock held, and the result is dropped. The timed request then finds them in Triton's
+        on-disk cache. A kernel whose tile constexpr follows the size (max_reduction's BLOCK_N =
+        next_power_of_2(N)) compiles anew for every performance size and config: one round of
+        its 7 variants held the exclusive lock 272 s, most of it compiling, while two other shards
+        waited; under the shared lock, its compile pass still held that lock 4 minutes, 53-123 s a
+        variant on its largest case, and a waiting exclusive request held every other shard back
+        (H100 session 14). Best effort: a variant that fails here fails again, as a result, in
+        the timed request."""
         warm = dataclasses.replace(request, verify=False, time=False, run_cases=True,
-                                   keep_going=True)
-        trace_progress(warm, f"{purpose}: compile pass: waiting for the GPU lock (shared)")
-        with gpu_lock(lock_mode(True, False)):
-            self.worker.evaluate(warm)
+                                   keep_going=True, compile_only=True)
+        trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
+        self.worker.evaluate(warm)
 
     # ------------------------------------------------------------------ static policy
     def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
