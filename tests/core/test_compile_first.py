@@ -69,14 +69,19 @@ def test_a_timed_request_of_shards_is_compiled_first_with_no_lock(evaluator, mon
     assert timed.time and not timed.run_cases and warm.variants == timed.variants
 
 
-def test_untimed_requests_and_a_lone_process_get_no_compile_pass(evaluator, monkeypatch):
+def test_verification_of_shards_is_compiled_first_too_and_a_lone_process_never(evaluator,
+                                                                                monkeypatch):
     task = task_from_file(EXAMPLE)
     _lock_env(monkeypatch, "all")
     evaluator.evaluate(task, (original_variant(task),), purpose="verify", time=False)
+    assert [(r.compile_only, lock) for r, lock in evaluator.worker.requests] == \
+        [(True, None), (False, "shared")]
+    evaluator.worker.requests.clear()
     _lock_env(monkeypatch, None)       # the lock covers timing only: no shards verify beside it
     evaluator.evaluate(task, (original_variant(task),), purpose="time", time=True)
-    assert [lock for _, lock in evaluator.worker.requests] == ["shared", "exclusive"]
-    assert not any(r.compile_only for r, _ in evaluator.worker.requests)
+    evaluator.evaluate(task, (original_variant(task),), purpose="verify", time=False)
+    assert [(r.compile_only, lock) for r, lock in evaluator.worker.requests] == \
+        [(False, "exclusive"), (False, None)]
 
 
 def test_compiling_without_launching_turns_every_launch_into_a_warmup(monkeypatch):

@@ -216,7 +216,7 @@ class Evaluator:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
         mode = lock_mode(request.variants and self.device == "cuda", time)
-        if mode == "exclusive" and gpu_lock_covers_all():
+        if mode and gpu_lock_covers_all():
             self._compile_first(request, purpose)
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
@@ -230,7 +230,8 @@ class Evaluator:
         return evaluation
 
     def _compile_first(self, request: EvaluateRequest, purpose: str) -> None:
-        """Compile every kernel a timed request needs before it takes the GPU exclusively: its
+        """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU
+        lock, exclusive (timing) or shared (verification): its
         cases run once per variant with kernels compiled but never launched
         (``quick_autotune.compile_without_launching``; every autotune config compiled), with no
         GPU lock held, and the result is dropped. The timed request then finds them in Triton's
@@ -239,8 +240,9 @@ class Evaluator:
         its 7 variants held the exclusive lock 272 s, most of it compiling, while two other shards
         waited; under the shared lock, its compile pass still held that lock 4 minutes, 53-123 s a
         variant on its largest case, and a waiting exclusive request held every other shard back
-        (H100 session 14). Best effort: a variant that fails here fails again, as a result, in
-        the timed request."""
+        (H100 session 14). Verification compiles too: int4_matmul's verification requests held
+        the shared lock 1-2 minutes each, and another shard's timing waited behind them (call 6).
+        Best effort: a variant that fails here fails again, as a result, in the request itself."""
         warm = dataclasses.replace(request, verify=False, time=False, run_cases=True,
                                    keep_going=True, compile_only=True)
         trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
