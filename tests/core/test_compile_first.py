@@ -116,3 +116,23 @@ def test_a_compile_pass_gets_modules_and_autotuners_of_its_own():
     assert autotune_mode("cuda", warm) == "compile"
     assert autotune_mode("cpu", warm) == "full"
     assert len({module_label("t", "v", m) for m in ("compile", "quick", "short", "full")}) == 4
+
+
+def test_a_compile_pass_that_kills_the_worker_is_not_tried_again_for_that_task(evaluator,
+                                                                              monkeypatch):
+    from tritonforge.model import DeviceInfo, Evaluation, Failure, Status, VariantResult
+
+    _lock_env(monkeypatch, "all")
+    task = task_from_file(EXAMPLE)
+    v = original_variant(task)
+    crashed = Evaluation(task.name, (VariantResult(v.name, v.hash, Status.CRASH,
+                                                   Failure(Status.CRASH, "device-side assert")),),
+                         DeviceInfo("test", False))
+    worker = evaluator.worker
+    plain = worker.evaluate
+    worker.evaluate = lambda request: (worker.requests.append((request, None)) or crashed) \
+        if request.compile_only else plain(request)
+    evaluator.evaluate(task, (v,), purpose="time", time=True)
+    evaluator.evaluate(task, (v,), purpose="time", time=True, case_ids=("other",))
+    assert [r.compile_only for r, _ in worker.requests] == [True, False, False]
+    assert task.name in evaluator.no_compile_pass

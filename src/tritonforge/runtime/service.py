@@ -177,6 +177,7 @@ class Evaluator:
         self.settings = settings
         self.run_dir = Path(run_dir)
         self.store = store
+        self.no_compile_pass: set[str] = set()   # tasks whose compile pass killed the worker
         self.device = device or resolve_device(settings.device)
         self.worker = Worker(self.device, self.run_dir / "worker",
                              timeout_s=settings.case_timeout_s,
@@ -216,7 +217,7 @@ class Evaluator:
             request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
         mode = lock_mode(request.variants and self.device == "cuda", time)
-        if mode and gpu_lock_covers_all():
+        if mode and gpu_lock_covers_all() and task.name not in self.no_compile_pass:
             self._compile_first(request, purpose)
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
@@ -246,7 +247,15 @@ class Evaluator:
         warm = dataclasses.replace(request, verify=False, time=False, run_cases=True,
                                    keep_going=True, compile_only=True)
         trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
-        self.worker.evaluate(warm)
+        evaluation = self.worker.evaluate(warm)
+        killed = [r.variant for r in (evaluation.results if evaluation else ())
+                  if r.status in (Status.CRASH, Status.OOM, Status.TIMEOUT)]
+        if killed:
+            # a wrapper's torch operations on outputs no kernel wrote (indices, sizes) can trip a
+            # device-side assert: the worker restarts; this task's requests then go without
+            self.no_compile_pass.add(request.task.name)
+            log.warning("%s: the compile pass killed the worker (%s); no more compile passes for "
+                        "it", request.task.name, ", ".join(killed))
 
     # ------------------------------------------------------------------ static policy
     def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
