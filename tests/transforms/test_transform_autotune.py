@@ -137,3 +137,27 @@ def test_widen_refuses_generated_configs():
 def test_widen_same_values_when_run(load, fake_bench):
     S.assert_same_results(load, "AUTOTUNED", W.apply(S.AUTOTUNED), rtol=0, atol=0)
     assert len(fake_bench) >= 3
+
+
+LOOPED = S.AUTOTUNED.replace(
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n",
+    "    for start in range(0, n, BLOCK):\n"
+    "        offs = start + tl.arange(0, BLOCK)\n"
+    "        tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n")
+
+
+def _stages_by_block(src):
+    from tritonforge.transforms.autotune_widen import existing_specs
+
+    k = analyze_source(src).kernel("double_kernel")
+    return {(dict(c.kwargs)["BLOCK"], c.num_stages) for c in existing_specs(k)}
+
+
+def test_widen_varies_num_stages_only_where_the_kernel_has_a_loop():
+    assert LOOPED != S.AUTOTUNED
+    before = _stages_by_block(S.AUTOTUNED)                       # {(32, 3), (64, 2)}
+    loopless = _stages_by_block(W.apply(S.AUTOTUNED, max_new=8))
+    assert loopless == before                                    # only num_warps moved
+    looped = _stages_by_block(W.apply(LOOPED, max_new=8))
+    assert looped > before and {(32, 4), (64, 1)} <= looped

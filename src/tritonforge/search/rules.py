@@ -327,7 +327,8 @@ class RuleProposer:
         from ..transforms.configs import widen
 
         return self._fitting_configs(analysis, kernel, source, limits, nbytes,
-                                     lambda info, specs: widen(specs, 16))
+                                     lambda info, specs: widen(specs, 16,
+                                                               stages=bool(info.loops)))
 
     def _block_configs(self, analysis, kernel: str, source: str, limits, nbytes,
                        hints: dict[str, float]) -> list | None:

@@ -1,8 +1,9 @@
 """Add configs to an existing ``@triton.autotune``: launch-option neighbours of the ones there.
 
 Many hand-written config lists fix num_stages or try one num_warps; the default widening adds
-num_warps x2 and /2 and num_stages +1 and -1 of each existing config (same block sizes, so the
-result cannot change), at most ``max_new``. Explicit ``configs`` may add anything.
+num_warps x2 and /2 and num_stages +1 and -1 (for a kernel with a loop: num_stages pipelines
+loops and nothing else) of each existing config (same block sizes, so the result cannot change),
+at most ``max_new``. Explicit ``configs`` may add anything.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class AutotuneWiden(Transform):
                     continue
                 new = [c for c in configs if c not in specs]
             else:
-                new = widen(specs, max_new)
+                new = widen(specs, max_new, stages=bool(k.loops))
             if not new:
                 reasons.append(f"{k.name}: every candidate config is already there")
                 continue

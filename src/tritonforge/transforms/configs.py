@@ -67,13 +67,18 @@ def neighbourhood(kernel: KernelInfo, base: ConfigSpec, extra_values: dict[str, 
     return out[:limit]
 
 
-def widen(existing: Iterable[ConfigSpec], limit: int) -> list[ConfigSpec]:
+def widen(existing: Iterable[ConfigSpec], limit: int, stages: bool = True) -> list[ConfigSpec]:
     """New launch-option variants (num_warps x2 and /2, num_stages +1 and -1) of existing configs,
-    none equal to an existing one, at most ``limit``."""
+    none equal to an existing one, at most ``limit``. ``stages=False`` (a kernel with no loop:
+    num_stages only pipelines loops, so such configs compile to the same code, each once more
+    per key) keeps num_stages as it is: max_reduction's widened list had 11 configs, 4 of them
+    num_stages twins, and each config compiled anew for every size (H100 session 14)."""
     have = list(existing)
     new: list[ConfigSpec] = []
     steps = (lambda w, s: (w * 2, s), lambda w, s: (w, s + 1),
              lambda w, s: (max(w // 2, 1), s), lambda w, s: (w, s - 1))
+    if not stages:
+        steps = (steps[0], steps[2])
     for step in steps:              # one kind of step over every config, then the next kind,
         for c in have:              # so that a small limit still spreads over the configs
             w, s = step(c.num_warps, c.num_stages)
