@@ -5,10 +5,7 @@ configs all hold a K tile of 32 and 4 warps; fp32 inputs (bf16 tl.dot is wrong i
 interpreter).
 """
 
-import hashlib
-import importlib.util
 import os
-import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -160,46 +157,6 @@ def _kernel(source, name):
     return analyze_source(source).kernel(name)
 
 
-@pytest.fixture
-def load(tmp_path):
-    """``load(source) -> module``: a source text imported as a fresh module (``@triton.jit``
-    reads its source from the file)."""
-    names = []
-
-    def _load(source):
-        name = f"tf_gemm_{hashlib.sha256(source.encode()).hexdigest()[:12]}_{len(names)}"
-        path = tmp_path / f"{name}.py"
-        path.write_text(source, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        names.append(name)
-        spec.loader.exec_module(module)
-        return module
-
-    yield _load
-    for name in names:
-        sys.modules.pop(name, None)
-
-
-@pytest.fixture
-def last_config_wins(monkeypatch):
-    """The autotuner under the interpreter: every config runs once and the last one wins (so
-    the result checked is an appended config's). Returns the configs benchmarked."""
-    from triton.runtime.autotuner import Autotuner
-
-    runs = []
-
-    def bench(kernel_call, quantiles):
-        kernel_call()
-        runs.append(1)
-        t = 1000.0 - len(runs)
-        return [t, t, t]
-
-    monkeypatch.setattr(Autotuner, "do_bench", property(lambda self: bench))
-    return runs
-
-
 def test_the_m_n_and_k_tiles_are_told_apart():
     k = _kernel(BATCHED_MM, "batched_mm_kernel")
     tiles = gemm_tiles(BATCHED_MM, k, k.autotune.tuned_names)
@@ -252,7 +209,7 @@ def test_configs_over_the_shared_memory_are_left_out():
                            limits_for(90), (4, 4)) == move.configs
 
 
-def test_the_proposer_appends_them_and_the_file_matches_the_original(load, last_config_wins):
+def test_the_proposer_appends_them_and_the_file_matches_the_original(load, fake_bench):
     from tritonforge.tasks.loader import task_from_file
     from pathlib import Path
 
@@ -279,7 +236,7 @@ def test_the_proposer_appends_them_and_the_file_matches_the_original(load, last_
 
 
 def test_a_kernel_launched_with_literal_tiles_gets_an_autotune_over_them(load,
-                                                                         last_config_wins):
+                                                                         fake_bench):
     move = gemm_move(PLAIN_MM, analyze_source(PLAIN_MM), "mm_kernel")
     assert move.transform == "autotune"
     assert move.configs[0] == ConfigSpec((("BLOCK_M", 32), ("BLOCK_N", 32), ("BLOCK_K", 32)),
@@ -291,7 +248,7 @@ def test_a_kernel_launched_with_literal_tiles_gets_an_autotune_over_them(load,
     a, b = torch.randn(37, 45), torch.randn(45, 29)
     got = load(new).mm(a, b)
     torch.testing.assert_close(got, load(PLAIN_MM).mm(a, b), atol=1e-4, rtol=1e-4)
-    assert len(last_config_wins) == 1 + len(HOPPER_TILES)
+    assert len(fake_bench) == 1 + len(HOPPER_TILES)
     # once autotuned over a large config, no second move
     assert isinstance(gemm_move(new, analyze_source(new), "mm_kernel"), str)
 

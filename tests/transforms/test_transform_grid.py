@@ -221,19 +221,6 @@ def test_persistent_early_returns_skip_only_their_tile():
     assert "return\n" not in out.split("def keep_rows_kernel")[1].split("def keep_rows(")[0]
 
 
-_COMPILE = '''
-import importlib.util, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("m", sys.argv[1])
-m = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(m)
-src = ASTSource(getattr(m, sys.argv[2]), signature=eval(sys.argv[3]), constexprs=eval(sys.argv[4]))
-print(sorted(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm))
-'''
-
-
 @pytest.mark.parametrize("sample, kernel, signature, constexprs", [
     ("GUARDED_ROWS", "keep_rows_kernel",
      {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "stride": "i32",
@@ -243,21 +230,9 @@ print(sorted(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm))
       "BLOCK_SIZE": "constexpr", "tf_num_tiles": "i32"}, {"BLOCK_SIZE": 128}),
 ])
 def test_persistent_output_compiles_for_sm90(tmp_path, sample, kernel, signature, constexprs):
-    """The interpreter runs Python; the compiler is stricter (no return inside a loop, types of
-    values an `if` changes): compile the rewrite for sm_90, in a process without
-    TRITON_INTERPRET (ptxas ships with Triton, no GPU needed)."""
-    import os
-    import subprocess
-    import sys
-
-    pytest.importorskip("triton.backends.nvidia")
-    path = tmp_path / f"{sample.lower()}_persistent.py"
-    path.write_text(PER.apply(getattr(S, sample)), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _COMPILE, str(path), kernel, repr(signature),
-                        repr(constexprs)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "cubin" in r.stdout
+    """The interpreter runs Python; the compiler is stricter: compile the rewrite for sm_90."""
+    S.assert_compiles_for_sm90(tmp_path / f"{sample.lower()}_persistent.py",
+                               PER.apply(getattr(S, sample)), kernel, signature, constexprs)
 
 
 def test_persistent_param_goes_before_the_closing_line_of_a_multiline_signature():

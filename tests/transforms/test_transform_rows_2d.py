@@ -7,13 +7,11 @@ and a bare ``return`` at the end. The rewrite makes the token a ``[R, 1, 1]`` co
 must write the same bits, including when the token count is not a multiple of ``R``.
 """
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import tf_samples as S
 from tritonforge.analyze import analyze_source
 from tritonforge.transforms import get
 
@@ -176,30 +174,11 @@ def test_refusals_say_why(source, reason):
 
 # ---------------------------------------------------------------- sm_90, no GPU
 
-_COMPILE = '''
-import importlib.util, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("m", sys.argv[1])
-m = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(m)
-src = ASTSource(getattr(m, sys.argv[2]), signature=eval(sys.argv[3]), constexprs=eval(sys.argv[4]))
-print(sorted(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm))
-'''
-
-
 def _compiles(tmp_path: Path, source: str, kernel: str, signature: dict, constexprs: dict) -> None:
-    """Compile ``kernel`` of ``source`` for sm_90 in a process without TRITON_INTERPRET (the
-    interpreter runs 3-D numpy arrays whatever the compiler would say)."""
-    pytest.importorskip("triton.backends.nvidia")
-    path = tmp_path / f"{kernel}_rows.py"
-    path.write_text(source, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _COMPILE, str(path), kernel, repr(signature),
-                        repr(constexprs)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "cubin" in r.stdout
+    """Compile ``kernel`` of ``source`` for sm_90 (the interpreter runs 3-D numpy arrays whatever
+    the compiler would say)."""
+    S.assert_compiles_for_sm90(tmp_path / f"{kernel}_rows.py", source, kernel, signature,
+                               constexprs)
 
 
 def test_own_kernel_compiles_for_sm90(tmp_path):

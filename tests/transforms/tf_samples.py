@@ -386,3 +386,39 @@ def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,
     for a, b in zip(args_r, args_o):
         if isinstance(a, torch.Tensor):
             torch.testing.assert_close(a, b, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------- sm_90, no GPU
+
+_COMPILE = '''
+import importlib.util, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+src = ASTSource(getattr(m, sys.argv[2]), signature=eval(sys.argv[3]), constexprs=eval(sys.argv[4]))
+print(sorted(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm))
+'''
+
+
+def assert_compiles_for_sm90(path, source: str, kernel: str, signature: dict,
+                             constexprs: dict) -> None:
+    """Write ``source`` to ``path`` and compile ``kernel`` for sm_90 in a process without
+    TRITON_INTERPRET (ptxas ships with Triton; no GPU needed): the interpreter runs Python and
+    numpy arrays, the compiler is stricter (no return inside a loop, 3-D shapes, types of values
+    an ``if`` changes)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("triton.backends.nvidia")
+    path.write_text(source, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", _COMPILE, str(path), kernel, repr(signature),
+                        repr(constexprs)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "cubin" in r.stdout
