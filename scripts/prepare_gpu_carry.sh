@@ -10,10 +10,12 @@
 # Then:  run(command="DEADLINE_S=585 PER_KERNEL_S=100 bash scripts/gpu_session.sh optimize baseline",
 #            carry=[".whl", ".tbdata", ".gpu-store.tgz"])
 # or, without a second copy of the stores in the carry (they travel with the tree as .sqlite.gz):
-#        run(command="STORES=h100-2026-11-24-s11f DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
+#        run(command="STORES=h100-2026-11-25-s14 BASELINE_STORES=h100-2026-11-24-s11f DEADLINE_S=585 bash scripts/gpu_session.sh optimize",
 #            carry=[".whl", ".tbdata"])
-# and after each call keep what it brought back and resume from it (carry .gpu-store.tgz next):
+# and after each call keep what it brought back and resume from it:
 #   bash scripts/save_gpu_call.sh FILES_AT bench/results/<session dir> callN <store suffix>
+# then carry .gpu-store.tgz, or (lighter) only .gpu-saved/optimize-<store suffix>.sqlite.gz with
+# STORES=<store suffix> (the baseline store by BASELINE_STORES, as above).
 # and once, at the session's end, commit the last stores and check the submission's size:
 #   bash scripts/keep_stores.sh <store suffix>
 set -euo pipefail
