@@ -62,7 +62,7 @@ def test_search_timings_autotune_short_and_the_final_check_with_tritons_own():
     assert final.autotune_rep_ms is None
 
     def mode(dev, time, plan):
-        return autotune_mode(dev, SimpleNamespace(time=time, timing=plan))
+        return autotune_mode(dev, SimpleNamespace(time=time, timing=plan, compile_only=False))
 
     assert mode("cuda", True, search) == "short"
     assert mode("cuda", True, final) == "full"

@@ -9,7 +9,6 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from tritonforge.analyze import analyze_source  # noqa: E402

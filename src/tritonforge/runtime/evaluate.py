@@ -81,7 +81,7 @@ def autotune_mode(dev: str, request: EvaluateRequest) -> str:
     each config compiled, nothing launched), 'quick' (verification on the GPU: each config run
     twice), 'short' (the search's timings: a short do_bench), or 'full'
     (Triton's own: the final check, the baseline, and the CPU interpreter with its own shim)."""
-    if dev == "cuda" and getattr(request, "compile_only", False):
+    if dev == "cuda" and request.compile_only:
         return "compile"
     if autotunes_quickly(dev, request):
         return "quick"

@@ -6,6 +6,9 @@ import traceback
 
 from ..model import Failure, Status
 
+# statuses of a variant that took the worker process down with it (it is restarted)
+WORKER_KILLERS = frozenset({Status.CRASH, Status.OOM, Status.TIMEOUT})
+
 # CUDA errors after which the context is unusable: the worker must be replaced.
 _STICKY = ("illegal memory access", "unspecified launch failure", "device-side assert",
            "misaligned address", "illegal instruction", "an illegal", "CUDA_ERROR_ILLEGAL",

@@ -59,15 +59,20 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def quicken_autotuners(module: types.ModuleType) -> int:
-    """Give every autotuner defined at the top level of ``module`` the quick benchmark; returns
-    how many. ``Autotuner.do_bench`` is a cached property, so the instance attribute wins."""
+def _give_bench(module: types.ModuleType, bench: Callable[..., Any]) -> int:
+    """Give every autotuner defined at the top level of ``module`` ``bench``; returns how many.
+    ``Autotuner.do_bench`` is a cached property, so the instance attribute wins."""
     from ..verify.config_variation import autotuners
 
     found = autotuners(module)
     for tuner in found:
-        tuner.do_bench = quick_bench
+        tuner.do_bench = bench
     return len(found)
+
+
+def quicken_autotuners(module: types.ModuleType) -> int:
+    """Give every top-level autotuner of ``module`` the quick benchmark; returns how many."""
+    return _give_bench(module, quick_bench)
 
 
 @contextlib.contextmanager
@@ -93,13 +98,7 @@ def compile_without_launching() -> Iterator[None]:
 
 def shorten_autotuners(module: types.ModuleType, rep_ms: float) -> int:
     """Give every top-level autotuner of ``module`` ``short_bench(rep_ms)``; returns how many."""
-    from ..verify.config_variation import autotuners
-
-    found = autotuners(module)
-    bench = short_bench(rep_ms)
-    for tuner in found:
-        tuner.do_bench = bench
-    return len(found)
+    return _give_bench(module, short_bench(rep_ms))
 
 
 __all__ = ["compile_without_launching", "quick_bench", "quicken_autotuners", "short_bench",

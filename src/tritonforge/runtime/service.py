@@ -24,6 +24,7 @@ from ..model import (
 from ..model.serialize import dumps
 from ..store import RunStore
 from .client import Worker, cuda_available, trace_progress
+from .failures import WORKER_KILLERS
 from .protocol import EvaluateRequest
 from .timing import TimingPlan
 
@@ -249,7 +250,7 @@ class Evaluator:
         trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
         evaluation = self.worker.evaluate(warm)
         killed = [r.variant for r in (evaluation.results if evaluation else ())
-                  if r.status in (Status.CRASH, Status.OOM, Status.TIMEOUT)]
+                  if r.status in WORKER_KILLERS]
         if killed:
             # a wrapper's torch operations on outputs no kernel wrote (indices, sizes) can trip a
             # device-side assert: the worker restarts; this task's requests then go without

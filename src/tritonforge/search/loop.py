@@ -26,6 +26,7 @@ from ..model import (
     Candidate, CaseRole, Decision, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
     Status, Task, VariantResult,
 )
+from ..runtime.failures import WORKER_KILLERS
 from ..runtime.service import Evaluator, gpu_blocked_s
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 
 # Failures a fix can answer; timeouts, OOM, cheats and policy refusals are not sent back.
 TIME_RETRIES = 2        # timing requests re-sent without a candidate that killed the worker
-WORKER_KILLERS = frozenset({Status.CRASH, Status.OOM, Status.TIMEOUT})
 REPAIRABLE = frozenset({Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.CRASH, Status.MISMATCH,
                         Status.IMPORT_ERROR})
 
