@@ -41,14 +41,13 @@ import libcst as cst
 from ..analyze import KernelInfo, LaunchSite, SourceAnalysis, analyze_source
 from ..errors import TransformError
 from ._cst import append_arg, append_param, dotted, edit_kernel, kw_arg, launch_calls, replace
-from ._row_shapes import body_shapes
+from ._row_shapes import REDUCTIONS, body_shapes
 from ._tiles import tiles_of
 from .base import Applicability, Transform, alias_refusal, candidate_kernels, first_no
 
 ROWS = "ROWS_PER_PROGRAM"
 COUNT = "_tf_rows"
 OK = "_tf_row_ok"
-REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
 # calls whose shapes or semantics a leading row axis would change
 REFUSED_CALLS = {"dot", "dot_scaled", "reshape", "view", "trans", "permute", "expand_dims",
                  "broadcast_to", "join", "split", "cumsum", "cumprod", "sort", "flip",
