@@ -112,7 +112,7 @@ def test_a_case_where_the_original_does_not_reproduce_itself_is_unsafe():
 
 
 def test_blamed_cases_name_only_where_values_went_wrong():
-    from tritonforge.search.loop import blamed_cases
+    from tritonforge.search.blame import blamed_cases
 
     assert blamed_cases(_result(Status.OK)) == set()
     assert blamed_cases(_result(Status.CRASH, "perf-01")) == {"perf-01"}

@@ -30,6 +30,7 @@ from ..runtime.failures import WORKER_KILLERS
 from ..runtime.service import Evaluator, gpu_blocked_s
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
+from .blame import blamed_cases, twin_blamed
 from .output import OutputStage, _variant
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
@@ -160,39 +161,6 @@ def representative_cases(task: Task, baseline: VariantResult, count: int = 2) ->
 
 TWIN_CHECKS_PER_ROUND = 4
 
-# cheats that name the case where the candidate's values went wrong (the others are about how it
-# computes, such as no launch or a library op, and the original's run cannot excuse them)
-_VALUE_CHEATS = ("rerun", "stale_output")
-
-
-def blamed_cases(result: VariantResult) -> set[str]:
-    """The cases a failed verification blames: where the candidate crashed, raised, computed
-    other values, or changed its values on a re-run. Empty for a pass or a failure that names
-    no case (then nothing is excused)."""
-    if result.status is Status.OK:
-        return set()
-    out = set()
-    if result.failure is not None and result.failure.case_id and result.status in (
-            Status.CRASH, Status.RUNTIME_ERROR):
-        out.add(result.failure.case_id)
-    verdict = result.verdict
-    if verdict is not None and result.status in (Status.MISMATCH, Status.CHEAT):
-        out |= {m.case_id for m in verdict.mismatches}
-        out |= {v.case_id for v in verdict.violations if v.kind in _VALUE_CHEATS and v.case_id}
-        if verdict.failure is not None and verdict.failure.case_id:
-            out.add(verdict.failure.case_id)
-    return out
-
-
-def _twin_blamed(result: VariantResult) -> set[str]:
-    """The cases where the original, run as its own candidate, failed: ``blamed_cases``, and the
-    case where its reference run broke the context (SKIPPED naming a case)."""
-    out = blamed_cases(result)
-    if result.status is Status.SKIPPED and result.failure is not None and result.failure.case_id:
-        out.add(result.failure.case_id)
-    return out
-
-
 class Optimizer(OutputStage):
     """Runs the loop for one task; ``evaluators`` are the verification pool, the first also times."""
 
@@ -220,6 +188,7 @@ class Optimizer(OutputStage):
         self.interpreted = self.timer.device == "cpu"
         self.known_baseline = None if self.interpreted else known_baseline
         self.profile = None
+        self.final_dropped: dict[str, str] = {}   # case id -> why the final check left it out
 
     # ------------------------------------------------------------------ steps
     def _verify_all(self, task: Task, original: Candidate, cands: list[Candidate],
@@ -294,14 +263,14 @@ class Optimizer(OutputStage):
         # H100 session 8: every candidate failed perf-03 after the cases before it, while the
         # twin on perf-03 alone reproduced itself). Every case it fails on is unsafe.
         seq = self._twin(task, original, case_ids)
-        for cid in _twin_blamed(seq) & set(case_ids):
+        for cid in twin_blamed(seq) & set(case_ids):
             known[cid] = True
             unsafe.add(cid)
         if seq.status is Status.OK:
             known.update((cid, False) for cid in todo if cid not in known)
         # then each suspect the sequence did not reach (it stops at a failure), alone
         for cid in [x for x in todo if x not in known][:TWIN_CHECKS_PER_ROUND]:
-            known[cid] = bool(_twin_blamed(self._twin(task, original, (cid,))) & {cid})
+            known[cid] = bool(twin_blamed(self._twin(task, original, (cid,))) & {cid})
             if known[cid]:
                 unsafe.add(cid)
         return unsafe
@@ -508,6 +477,7 @@ class Optimizer(OutputStage):
         with clock.phase("final check"):
             final, best_c = self._output(task, original, chain, ranked, split, factor, notes,
                                          runners=runners)
+        notes += [f"case {cid} {why}" for cid, why in sorted(self.final_dropped.items())]
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0,

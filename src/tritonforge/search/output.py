@@ -12,13 +12,16 @@ store and progress.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..model import Candidate, Decision, Task, Variant
 from ..runtime.service import final_check_plan
 from .arbiter import judge
+from .blame import final_suspects, twin_blamed
 
 PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
+MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
 
 
@@ -250,7 +253,44 @@ class OutputStage:
         return final, best
 
     def _final(self, task: Task, original: Candidate, best: Candidate) -> Decision:
-        """Re-verify and re-time the best against the original, all cases, in a fresh process."""
+        """Re-verify and re-time the best against the original, all cases, in a fresh process.
+
+        A best that fails a case is rejected, unless the original itself fails that case when
+        run as its own candidate in a fresh process (``_final_twin``): then the case cannot judge
+        anything (BENCHMARK.md: performance cases are the sizes at which the original runs), it is
+        dropped from every later final check of the run, and the check runs again without it
+        (at most ``MAX_FINAL_NARROWINGS`` times). The decision's reason names the cases dropped.
+        Seen on the H100 (2026-11-25): int4_matmul's original hit an illegal memory access on
+        perf-04 in the final check, after the search had accepted a 1.067x candidate; and
+        attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
+        reads past its 16-row tensors."""
+        dropped: dict[str, str] = self.final_dropped
+        for _ in range(MAX_FINAL_NARROWINGS + 1):
+            narrowed = _without(task, dropped)
+            original_r, best_r, decision = self._final_once(narrowed, original, best)
+            suspects = final_suspects(original_r, best_r) - set(dropped)
+            if decision.accepted or self.interpreted or not suspects:
+                break
+            unsafe = twin_blamed(self._final_twin(narrowed, original))
+            if not unsafe or not narrowed.performance_cases:
+                break
+            for cid in sorted(unsafe):
+                dropped[cid] = ("dropped from the final check: the original fails there when run "
+                                "as its own candidate in a fresh process")
+            self.progress(f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
+                          "dropped (the original fails there as its own candidate); checking again")
+            if not _without(task, dropped).performance_cases:
+                break
+        gone = sorted(c.id for c in task.cases if c.id in dropped)
+        if gone:
+            decision = replace(decision, reason=f"{decision.reason} [without {', '.join(gone)}: "
+                                                "the original fails there as its own candidate]")
+        if self.store:
+            self.store.put_decision(task.name, 0, decision)
+        return decision
+
+    def _final_once(self, task: Task, original: Candidate, best: Candidate):
+        """One fresh-process final check: (original's result, best's result, decision)."""
         ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
         try:
             evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(best, "best")),
@@ -260,8 +300,27 @@ class OutputStage:
             if ev is not self.timer:
                 ev.close()
         perf = tuple(c.id for c in task.performance_cases)
-        decision = judge(evaluation.result("original"), evaluation.result("best"), perf,
-                         interpreted=self.interpreted, policy=self.policy)
-        if self.store:
-            self.store.put_decision(task.name, 0, decision)
-        return decision
+        original_r, best_r = evaluation.result("original"), evaluation.result("best")
+        decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)
+        return original_r, best_r, decision
+
+    def _final_twin(self, task: Task, original: Candidate):
+        """The original verified against itself over every case, in a fresh process, exactly as
+        a best is in the final check (nothing timed); its result as the candidate."""
+        twin = Candidate(original.source, "original", description="the original, as a candidate")
+        ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
+        try:
+            evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(twin, "best")),
+                                     purpose="final-twin", verify=True, time=False,
+                                     use_store=False)
+        finally:
+            if ev is not self.timer:
+                ev.close()
+        return evaluation.result("best")
+
+
+def _without(task: Task, dropped: dict[str, str]) -> Task:
+    """``task`` less the cases in ``dropped``."""
+    if not dropped:
+        return task
+    return replace(task, cases=tuple(c for c in task.cases if c.id not in dropped))

@@ -1,0 +1,133 @@
+"""The final check drops a case only where the original fails alone, as its own candidate.
+
+A best that crashes on a case is rejected, unless the original, run against itself in a fresh
+process, fails that case too: such a case cannot judge anything and the check runs again without
+it. The attack tried here: a candidate that crashes (or corrupts the original's run) on purpose to
+get its case excused must stay rejected whenever the original alone runs that case cleanly.
+"""
+
+from types import SimpleNamespace
+
+from tritonforge.model import Candidate, Case, CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
+from tritonforge.search.arbiter import ArbiterPolicy
+from tritonforge.search.loop import Optimizer
+
+ORIGINAL = Candidate("x = 1\n", "original")
+BEST = Candidate("x = 2\n", "rules:t", description="faster")
+CASES = ("perf-00", "perf-01", "perf-02")
+
+
+def _task() -> Task:
+    cases = tuple(Case(cid, CaseRole.PERFORMANCE, None) for cid in CASES)
+    return Task("k", "x = 1\n", ("f",), cases, "test")
+
+
+def _timed(name, ids, ms):
+    return tuple(Timing(cid, name, TimingMethod.CUDA_EVENTS, (ms,) * 20) for cid in ids)
+
+
+def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
+    """``best_fails``: cases the best crashes on in a final check; ``original_fails_final``:
+    cases where the original's reference run crashes first (the best is SKIPPED there);
+    ``twin_fails``: cases where the original, as its own candidate, crashes."""
+    asked = []
+
+    def evaluate(task, variants, *, purpose, **kw):
+        ids = tuple(c.id for c in task.cases)
+        asked.append((purpose, ids))
+        if purpose == "final-twin":
+            bad = next((c for c in ids if c in twin_fails), None)
+            r = VariantResult("best", "t", Status.CRASH, Failure(Status.CRASH, "illegal", case_id=bad)) \
+                if bad else VariantResult("best", "t", Status.OK)
+            return SimpleNamespace(result=lambda name: r)
+        orig_bad = next((c for c in ids if c in original_fails_final), None)
+        best_bad = next((c for c in ids if c in best_fails), None)
+        if orig_bad:
+            o = VariantResult("original", "o", Status.CRASH,
+                              case_failures=(Failure(Status.CRASH, "illegal", case_id=orig_bad),))
+            b = VariantResult("best", "b", Status.SKIPPED,
+                              Failure(Status.SKIPPED, "not verified: original crash first",
+                                      case_id=orig_bad))
+        elif best_bad:
+            o = VariantResult("original", "o", Status.OK, timings=_timed("o", ids, 2.0))
+            b = VariantResult("best", "b", Status.CRASH,
+                              case_failures=(Failure(Status.CRASH, "illegal", case_id=best_bad),))
+        else:
+            o = VariantResult("original", "o", Status.OK, timings=_timed("o", ids, 2.0))
+            b = VariantResult("best", "b", Status.OK, timings=_timed("b", ids, 1.0))
+        return SimpleNamespace(result=lambda name: o if name == "original" else b)
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    opt.make_final_evaluator = None
+    opt.settings = SimpleNamespace(timing_rep_ms=None)
+    opt.interpreted = False
+    opt.policy = ArbiterPolicy()
+    opt.store = None
+    opt.progress = lambda s: None
+    opt.final_dropped = {}
+    return opt, asked
+
+
+def _final(opt):
+    import tritonforge.search.output as output
+    saved = output.final_check_plan
+    output.final_check_plan = lambda settings: None
+    try:
+        return opt._final(_task(), ORIGINAL, BEST)
+    finally:
+        output.final_check_plan = saved
+
+
+def test_a_crash_the_original_shares_is_dropped_and_the_check_runs_again():
+    opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails={"perf-01"})
+    decision = _final(opt)
+    assert decision.accepted
+    assert "without perf-01" in decision.reason
+    assert [p for p, _ in asked] == ["final", "final-twin", "final"]
+    assert asked[-1][1] == ("perf-00", "perf-02")
+    assert "perf-01" in opt.final_dropped
+
+
+def test_a_crash_the_original_does_not_share_rejects_the_best():
+    """The cheat: crash on a case and hope it is excused. The original alone runs it cleanly."""
+    opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails=())
+    decision = _final(opt)
+    assert not decision.accepted
+    assert "not correct" in decision.reason
+    assert [p for p, _ in asked] == ["final", "final-twin"]
+    assert opt.final_dropped == {}
+
+
+def test_the_original_crashing_first_is_checked_alone_before_the_case_is_dropped():
+    """int4_matmul (H100, 2026-11-25): the original hit an illegal memory access on perf-04 in the
+    final check, after a search that accepted 1.067x. Alone it crashes there too: dropped."""
+    opt, asked = _optimizer(best_fails=(), original_fails_final={"perf-02"}, twin_fails={"perf-02"})
+    decision = _final(opt)
+    assert decision.accepted
+    assert asked[-1][1] == ("perf-00", "perf-01")
+
+
+def test_the_original_crashing_beside_the_best_only_is_the_best_s_fault():
+    """The original crashed after the best's runs (the best may have corrupted its memory); alone
+    it runs every case: nothing is dropped, the best is rejected."""
+    opt, _ = _optimizer(best_fails=(), original_fails_final={"perf-02"}, twin_fails=())
+    decision = _final(opt)
+    assert not decision.accepted
+    assert opt.final_dropped == {}
+
+
+def test_a_passing_best_runs_no_twin():
+    opt, asked = _optimizer(best_fails=())
+    assert _final(opt).accepted
+    assert [p for p, _ in asked] == ["final"]
+
+
+def test_narrowing_stops_after_its_limit():
+    """A twin failing a new case each time does not narrow the check for ever."""
+    from tritonforge.search.output import MAX_FINAL_NARROWINGS
+
+    opt, asked = _optimizer(best_fails=set(CASES), twin_fails=set(CASES))
+    decision = _final(opt)
+    assert not decision.accepted
+    assert sum(p == "final" for p, _ in asked) <= MAX_FINAL_NARROWINGS + 1
