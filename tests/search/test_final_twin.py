@@ -84,7 +84,8 @@ def test_a_crash_the_original_shares_is_dropped_and_the_check_runs_again():
     decision = _final(opt)
     assert decision.accepted
     assert "without perf-01" in decision.reason
-    assert [p for p, _ in asked] == ["final", "final-twin", "final"]
+    # the twin runs again without perf-01 and passes: one more final check, without perf-01
+    assert [p for p, _ in asked] == ["final", "final-twin", "final-twin", "final"]
     assert asked[-1][1] == ("perf-00", "perf-02")
     assert "perf-01" in opt.final_dropped
 
@@ -131,3 +132,14 @@ def test_narrowing_stops_after_its_limit():
     decision = _final(opt)
     assert not decision.accepted
     assert sum(p == "final" for p, _ in asked) <= MAX_FINAL_NARROWINGS + 1
+
+
+def test_every_case_the_original_fails_alone_is_found_before_the_next_final_check():
+    """The twin stops at its first failure: it runs again without each case found, so one more
+    final check (not one per case) follows (attention_kernel, H100: five such cases)."""
+    opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails={"perf-00", "perf-01"})
+    decision = _final(opt)
+    assert decision.accepted
+    assert [p for p, _ in asked] == ["final", "final-twin", "final-twin", "final-twin", "final"]
+    assert asked[-1][1] == ("perf-02",)
+    assert "without perf-00, perf-01" in decision.reason

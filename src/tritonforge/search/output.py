@@ -22,6 +22,7 @@ from .blame import final_suspects, twin_blamed
 
 PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
 MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
+MAX_TWIN_RUNS = 6          # runs of the original as its own candidate per narrowing
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
 
 
@@ -271,8 +272,8 @@ class OutputStage:
             suspects = final_suspects(original_r, best_r) - set(dropped)
             if decision.accepted or self.interpreted or not suspects:
                 break
-            unsafe = twin_blamed(self._final_twin(narrowed, original))
-            if not unsafe or not narrowed.performance_cases:
+            unsafe = self._final_unsafe(narrowed, original)
+            if not unsafe:
                 break
             for cid in sorted(unsafe):
                 dropped[cid] = ("dropped from the final check: the original fails there when run "
@@ -303,6 +304,22 @@ class OutputStage:
         original_r, best_r = evaluation.result("original"), evaluation.result("best")
         decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)
         return original_r, best_r, decision
+
+    def _final_unsafe(self, task: Task, original: Candidate) -> set[str]:
+        """Every case of ``task`` where the original fails as its own candidate: the twin stops at
+        its first failure, so it runs again without the cases found, up to ``MAX_TWIN_RUNS``
+        times (attention_kernel, H100, 2026-11-25: its perf script's tiles overrun the tensors on
+        five cases, found one full final check at a time before)."""
+        found: set[str] = set()
+        for _ in range(MAX_TWIN_RUNS):
+            rest = _without(task, dict.fromkeys(found, ""))
+            if not rest.performance_cases:
+                break
+            new = twin_blamed(self._final_twin(rest, original)) - found
+            if not new:
+                break
+            found |= new
+        return found
 
     def _final_twin(self, task: Task, original: Candidate):
         """The original verified against itself over every case, in a fresh process, exactly as
