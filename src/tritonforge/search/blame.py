@@ -54,3 +54,24 @@ def final_suspects(original: VariantResult, best: VariantResult) -> set[str]:
     if original.failure is not None and original.failure.case_id:
         out.add(original.failure.case_id)
     return out
+
+
+def incumbent_timed_cases(incumbent: VariantResult,
+                          case_ids: tuple[str, ...]) -> tuple[tuple[str, ...], set[str]]:
+    """The search cases a round's candidates can be judged on, and those the incumbent failed.
+
+    A candidate is compared with the incumbent case by case, so a case the incumbent has no
+    timing for cannot judge anyone; and a case where the incumbent itself failed while timed
+    (a crash breaks the context, and the cases after it go untimed for every variant) would make
+    every candidate of every round "not judged on a part". attention_kernel_aligned (H100,
+    2026-11-25): the original hit an illegal memory access on perf-16, one of its four search
+    cases, in both rounds; pipelining at 1.159x and num_stages 4 at 1.155x were rejected for the
+    missing perf-16 and perf-17. The search only ranks: the fresh-process final check still runs
+    every case (and drops one only where the original fails it alone). A candidate missing a
+    case the incumbent was timed on is still not judged on a part.
+    Returns (cases the incumbent was timed on, in order; cases it failed)."""
+    lost = {f.case_id for f in incumbent.case_failures if f.case_id in case_ids}
+    if incumbent.failure is not None and incumbent.failure.case_id in case_ids:
+        lost.add(incumbent.failure.case_id)
+    timed = tuple(cid for cid in case_ids if cid not in lost and incumbent.timing(cid) is not None)
+    return timed, lost

@@ -30,7 +30,7 @@ from ..runtime.failures import WORKER_KILLERS
 from ..runtime.service import Evaluator, gpu_blocked_s
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
-from .blame import blamed_cases, twin_blamed
+from .blame import blamed_cases, incumbent_timed_cases, twin_blamed
 from .output import OutputStage, _variant
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
@@ -439,8 +439,15 @@ class Optimizer(OutputStage):
                 with clock.phase("time"):
                     timing = self._time(task, incumbent, good, search_ids)
                 inc = timing.result("incumbent")
+                judged_ids, lost = incumbent_timed_cases(inc, search_ids)
+                if lost:
+                    search_ids = tuple(i for i in search_ids if i not in lost) or search_ids
+                    notes.append(f"case(s) {', '.join(sorted(lost))} left out of the search's "
+                                 "timing: the incumbent failed there while timed (the final check "
+                                 "still runs every case)")
+                    self.progress(f"{task.name}: {notes[-1]}")
                 for i, c in enumerate(good):
-                    decision = judge(inc, timing.result(f"c{i}"), search_ids,
+                    decision = judge(inc, timing.result(f"c{i}"), judged_ids,
                                      interpreted=self.interpreted, policy=self.policy)
                     if self.store:
                         self.store.put_decision(task.name, round_, decision)
