@@ -136,3 +136,71 @@ def test_a_compile_pass_that_kills_the_worker_is_not_tried_again_for_that_task(e
     evaluator.evaluate(task, (v,), purpose="time", time=True, case_ids=("other",))
     assert [r.compile_only for r, _ in worker.requests] == [True, False, False]
     assert task.name in evaluator.no_compile_pass
+
+
+def _variants(task, n):
+    from tritonforge.model import Variant
+
+    v0 = original_variant(task)
+    return (v0,) + tuple(Variant(f"c{i}", task.source + f"\n# {i}\n", f"h{i}") for i in range(n))
+
+
+def _hang_on(names, task):
+    """A compile pass that hangs on the first of ``names`` it meets (the rest SKIPPED), as
+    runtime.client reports a worker killed for no progress."""
+    from tritonforge.model import DeviceInfo, Evaluation, Failure, Status, VariantResult
+
+    def answer(request):
+        culprit = next((v.name for v in request.variants if v.name in names), None)
+        results = []
+        for v in request.variants:
+            if culprit is None:
+                results.append(VariantResult(v.name, v.hash, Status.OK))
+            elif v.name == culprit:
+                results.append(VariantResult(v.name, v.hash, Status.TIMEOUT, Failure(
+                    Status.TIMEOUT, "no progress for 180 s during compile of case perf-10: killed",
+                    "", "perf-10")))
+            else:
+                results.append(VariantResult(v.name, v.hash, Status.SKIPPED,
+                                             Failure(Status.SKIPPED, f"not evaluated: {culprit} timeout first")))
+        return Evaluation(task.name, tuple(results), DeviceInfo("test", False))
+    return answer
+
+
+def test_a_candidate_that_hangs_compiling_is_left_out_of_the_locked_request(evaluator, monkeypatch):
+    """max_reduction (H100, 2026-11-25): a 64 x 16384 tile compiled for over 180 s in the compile
+    pass; run again under the exclusive lock it would hang there too."""
+    from tritonforge.model import Status
+
+    _lock_env(monkeypatch, "all")
+    task = task_from_file(EXAMPLE)
+    variants = _variants(task, 3)
+    worker = evaluator.worker
+    hang = _hang_on({"c1"}, task)
+    worker.evaluate = lambda request: (worker.requests.append((request, None)) or hang(request)) \
+        if request.compile_only else (worker.requests.append((request, "x")) or hang(request))
+    evaluator._merge_rejections = service.Evaluator._merge_rejections.__get__(evaluator)
+    got = evaluator.evaluate(task, variants, purpose="time", time=True)
+    passes = [[v.name for v in r.variants] for r, _ in worker.requests if r.compile_only]
+    locked = [[v.name for v in r.variants] for r, _ in worker.requests if not r.compile_only]
+    assert passes == [["original", "c0", "c1", "c2"], ["original", "c0", "c2"]]
+    assert locked == [["original", "c0", "c2"]]
+    assert got.result("c1").status is Status.TIMEOUT
+    assert "compile pass" in got.result("c1").failure.reason
+    assert [got.result(n).status for n in ("original", "c0", "c2")] == [Status.OK] * 3
+    assert task.name not in evaluator.no_compile_pass
+
+
+def test_a_reference_that_hangs_compiling_is_never_left_out(evaluator, monkeypatch):
+    _lock_env(monkeypatch, "all")
+    task = task_from_file(EXAMPLE)
+    variants = _variants(task, 1)
+    worker = evaluator.worker
+    hang = _hang_on({"original"}, task)
+    plain = worker.evaluate
+    worker.evaluate = lambda request: (worker.requests.append((request, None)) or hang(request)) \
+        if request.compile_only else plain(request)
+    evaluator.evaluate(task, variants, purpose="time", time=True)
+    locked = [[v.name for v in r.variants] for r, _ in worker.requests if not r.compile_only]
+    assert locked == [["original", "c0"]]
+    assert task.name in evaluator.no_compile_pass

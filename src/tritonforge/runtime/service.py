@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 GPU_LOCK_ENV = "TRITONFORGE_GPU_LOCK"
 GPU_LOCK_SCOPE_ENV = "TRITONFORGE_GPU_LOCK_SCOPE"
+COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
 _lock_depth = threading.local()
 
 
@@ -219,7 +220,11 @@ class Evaluator:
                                       case_ids, verify, time, request.timing, run_cases, keep_going)
         mode = lock_mode(request.variants and self.device == "cuda", time)
         if mode and gpu_lock_covers_all() and task.name not in self.no_compile_pass:
-            self._compile_first(request, purpose)
+            hung = self._compile_first(request, purpose)
+            if hung:
+                rejected = {**rejected, **hung}
+                request = dataclasses.replace(
+                    request, variants=tuple(v for v in request.variants if v.name not in hung))
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
         with gpu_lock(mode):
@@ -231,7 +236,7 @@ class Evaluator:
             self.store.put_evaluation(key, purpose, evaluation)
         return evaluation
 
-    def _compile_first(self, request: EvaluateRequest, purpose: str) -> None:
+    def _compile_first(self, request: EvaluateRequest, purpose: str) -> dict[str, Failure]:
         """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU
         lock, exclusive (timing) or shared (verification): its
         cases run once per variant with kernels compiled but never launched
@@ -244,19 +249,46 @@ class Evaluator:
         variant on its largest case, and a waiting exclusive request held every other shard back
         (H100 session 14). Verification compiles too: int4_matmul's verification requests held
         the shared lock 1-2 minutes each, and another shard's timing waited behind them (call 6).
-        Best effort: a variant that fails here fails again, as a result, in the request itself."""
-        warm = dataclasses.replace(request, verify=False, time=False, run_cases=True,
-                                   keep_going=True, compile_only=True)
-        trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
-        evaluation = self.worker.evaluate(warm)
-        killed = [r.variant for r in (evaluation.results if evaluation else ())
-                  if r.status in WORKER_KILLERS]
-        if killed:
-            # a wrapper's torch operations on outputs no kernel wrote (indices, sizes) can trip a
-            # device-side assert: the worker restarts; this task's requests then go without
-            self.no_compile_pass.add(request.task.name)
-            log.warning("%s: the compile pass killed the worker (%s); no more compile passes for "
-                        "it", request.task.name, ", ".join(killed))
+        Best effort: a variant that fails here fails again, as a result, in the request itself.
+
+        Except a candidate whose compile made no progress for the worker's timeout: it would
+        hang the same way under the lock, so it is returned (name -> its TIMEOUT failure) to be
+        left out of the request, and the pass runs again for the variants it held up, at most
+        ``COMPILE_PASS_RUNS`` times in all. max_reduction (H100, 2026-11-25): one candidate's
+        64 x 16384 tile compiled for over 180 s in the pass; the timed request then compiled
+        under the exclusive lock and the call ended in it. The reference (the first variant) is
+        never left out: a hang there ends the passes."""
+        hung: dict[str, Failure] = {}
+        for _ in range(COMPILE_PASS_RUNS):
+            variants = tuple(v for v in request.variants if v.name not in hung)
+            warm = dataclasses.replace(request, variants=variants, verify=False, time=False,
+                                       run_cases=True, keep_going=True, compile_only=True)
+            trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
+            evaluation = self.worker.evaluate(warm)
+            results = evaluation.results if evaluation else ()
+            stuck = [r for r in results[1:] if r.status is Status.TIMEOUT]
+            killed = [r.variant for r in results if r.status in WORKER_KILLERS]
+            if stuck and len(killed) == len(stuck):
+                for r in stuck:
+                    reason = r.failure.reason if r.failure else "no progress"
+                    hung[r.variant] = Failure(
+                        Status.TIMEOUT, f"compile pass (no GPU lock): {reason}; not run under "
+                        "the GPU lock", r.failure.detail if r.failure else "",
+                        r.failure.case_id if r.failure else None)
+                log.warning("%s: %s hung compiling in the compile pass; left out of the request",
+                            request.task.name, ", ".join(r.variant for r in stuck))
+                if any(r.status is Status.SKIPPED for r in results):
+                    continue        # the variants it held up still need their compile pass
+                break
+            if killed:
+                # a wrapper's torch operations on outputs no kernel wrote (indices, sizes) can
+                # trip a device-side assert: the worker restarts; this task's requests then go
+                # without
+                self.no_compile_pass.add(request.task.name)
+                log.warning("%s: the compile pass killed the worker (%s); no more compile passes "
+                            "for it", request.task.name, ", ".join(killed))
+            break
+        return hung
 
     # ------------------------------------------------------------------ static policy
     def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
@@ -281,7 +313,7 @@ class Evaluator:
         results = []
         for v in variants:
             if v.name in rejected:
-                results.append(VariantResult(v.name, v.hash, Status.POLICY_REJECTED, rejected[v.name]))
+                results.append(VariantResult(v.name, v.hash, rejected[v.name].status, rejected[v.name]))
             else:
                 results.append(by_name[v.name])
         device = evaluation.device if evaluation else self.worker.info
