@@ -134,10 +134,12 @@ def extend_block_range(kernel: KernelInfo, existing: Iterable[ConfigSpec], limit
     cap = MAX_TILE_DIM if tiled else MAX_1D_BLOCK
     if up_steps is None:
         up_steps = 3 if tiled else 5
-        # a companion tile set by a heuristic has a size unknown here (max_kernel's BLOCK_N =
-        # next_power_of_2(N)): one step up only, the rest of the slots go down
+        # a companion tile set by a heuristic has a size unknown here, and may be a whole row
+        # (max_kernel's BLOCK_N = next_power_of_2(N)): no step up, every slot goes down. One step
+        # up (BLOCK_M 64 beside BLOCK_N 16384) compiled for over 180 s with no progress in the
+        # compile pass (H100, 2026-11-25) and never ran
         if any(a not in names and a in kernel.heuristics for a in kernel.arange_constexprs):
-            up_steps = 1
+            up_steps = 0
     per_name: list[list[ConfigSpec]] = []
     for name in names:
         with_name = [c for c in have if isinstance(c.value(name), int)]
