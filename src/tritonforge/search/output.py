@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..model import Candidate, Decision, Task, Variant
+from ..model import Candidate, Decision, Task, Variant, VariantResult
 from ..runtime.service import final_check_plan
 from .arbiter import judge
 from .blame import final_suspects, twin_blamed
@@ -290,7 +290,8 @@ class OutputStage:
             self.store.put_decision(task.name, 0, decision)
         return decision
 
-    def _final_once(self, task: Task, original: Candidate, best: Candidate):
+    def _final_once(self, task: Task, original: Candidate,
+                    best: Candidate) -> tuple[VariantResult, VariantResult, Decision]:
         """One fresh-process final check: (original's result, best's result, decision)."""
         ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
         try:
@@ -321,7 +322,7 @@ class OutputStage:
             found |= new
         return found
 
-    def _final_twin(self, task: Task, original: Candidate):
+    def _final_twin(self, task: Task, original: Candidate) -> VariantResult:
         """The original verified against itself over every case, in a fresh process, exactly as
         a best is in the final check (nothing timed); its result as the candidate."""
         twin = Candidate(original.source, "original", description="the original, as a candidate")
