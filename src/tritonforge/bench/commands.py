@@ -180,8 +180,10 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     from ..search.loop import Optimizer, make_evaluators
     from ..tasks.tritonbench import load_records
     from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
+    from ..profile.session import ncu_lock_mode
     from .optimize import choose_subset, headline, held_back, run_suite
 
+    ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile
     names = _names(args)
     if not names:
         with RunStore(args.baseline_store) as base:
