@@ -65,7 +65,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
     opt.policy = ArbiterPolicy()
     opt.store = None
     opt.progress = lambda s: None
-    opt.final_dropped = {}
+    opt.final_dropped = set()
     return opt, asked
 
 
@@ -97,7 +97,7 @@ def test_a_crash_the_original_does_not_share_rejects_the_best():
     assert not decision.accepted
     assert "not correct" in decision.reason
     assert [p for p, _ in asked] == ["final", "final-twin"]
-    assert opt.final_dropped == {}
+    assert opt.final_dropped == set()
 
 
 def test_the_original_crashing_first_is_checked_alone_before_the_case_is_dropped():
@@ -115,7 +115,7 @@ def test_the_original_crashing_beside_the_best_only_is_the_best_s_fault():
     opt, _ = _optimizer(best_fails=(), original_fails_final={"perf-02"}, twin_fails=())
     decision = _final(opt)
     assert not decision.accepted
-    assert opt.final_dropped == {}
+    assert opt.final_dropped == set()
 
 
 def test_a_passing_best_runs_no_twin():

@@ -178,9 +178,9 @@ def _sweep_times(args: argparse.Namespace, task):
 def _optimize(args: argparse.Namespace, settings) -> int:
     from ..api import build_proposers, record_llm_usage
     from ..search.loop import Optimizer, make_evaluators
+    from ..profile.session import ncu_lock_mode
     from ..tasks.tritonbench import load_records
     from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
-    from ..profile.session import ncu_lock_mode
     from .optimize import choose_subset, headline, held_back, run_suite
 
     ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile

@@ -265,19 +265,17 @@ class OutputStage:
         perf-04 in the final check, after the search had accepted a 1.067x candidate; and
         attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
         reads past its 16-row tensors."""
-        dropped: dict[str, str] = self.final_dropped
+        dropped: set[str] = self.final_dropped
         for _ in range(MAX_FINAL_NARROWINGS + 1):
             narrowed = _without(task, dropped)
             original_r, best_r, decision = self._final_once(narrowed, original, best)
-            suspects = final_suspects(original_r, best_r) - set(dropped)
+            suspects = final_suspects(original_r, best_r) - dropped
             if decision.accepted or self.interpreted or not suspects:
                 break
             unsafe = self._final_unsafe(narrowed, original)
             if not unsafe:
                 break
-            for cid in sorted(unsafe):
-                dropped[cid] = ("dropped from the final check: the original fails there when run "
-                                "as its own candidate in a fresh process")
+            dropped |= unsafe
             self.progress(f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
                           "dropped (the original fails there as its own candidate); checking again")
             if not _without(task, dropped).performance_cases:
@@ -293,14 +291,9 @@ class OutputStage:
     def _final_once(self, task: Task, original: Candidate,
                     best: Candidate) -> tuple[VariantResult, VariantResult, Decision]:
         """One fresh-process final check: (original's result, best's result, decision)."""
-        ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
-        try:
-            evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(best, "best")),
-                                     purpose="final", verify=True, time=True, keep_going=True,
-                                     plan=final_check_plan(self.settings))
-        finally:
-            if ev is not self.timer:
-                ev.close()
+        evaluation = self._fresh_evaluate(
+            task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
+            verify=True, time=True, keep_going=True, plan=final_check_plan(self.settings))
         perf = tuple(c.id for c in task.performance_cases)
         original_r, best_r = evaluation.result("original"), evaluation.result("best")
         decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)
@@ -313,7 +306,7 @@ class OutputStage:
         five cases, found one full final check at a time before)."""
         found: set[str] = set()
         for _ in range(MAX_TWIN_RUNS):
-            rest = _without(task, dict.fromkeys(found, ""))
+            rest = _without(task, found)
             if not rest.performance_cases:
                 break
             new = twin_blamed(self._final_twin(rest, original)) - found
@@ -326,18 +319,23 @@ class OutputStage:
         """The original verified against itself over every case, in a fresh process, exactly as
         a best is in the final check (nothing timed); its result as the candidate."""
         twin = Candidate(original.source, "original", description="the original, as a candidate")
+        evaluation = self._fresh_evaluate(
+            task, (_variant(original, "original"), _variant(twin, "best")), purpose="final-twin",
+            verify=True, time=False, use_store=False)
+        return evaluation.result("best")
+
+    def _fresh_evaluate(self, task: Task, variants: tuple[Variant, ...], **kwargs):
+        """One request in a fresh worker process (``make_final_evaluator``), closed after; the
+        timing worker where there is no such factory (tests)."""
         ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
         try:
-            evaluation = ev.evaluate(task, (_variant(original, "original"), _variant(twin, "best")),
-                                     purpose="final-twin", verify=True, time=False,
-                                     use_store=False)
+            return ev.evaluate(task, variants, **kwargs)
         finally:
             if ev is not self.timer:
                 ev.close()
-        return evaluation.result("best")
 
 
-def _without(task: Task, dropped: dict[str, str]) -> Task:
+def _without(task: Task, dropped: set[str]) -> Task:
     """``task`` less the cases in ``dropped``."""
     if not dropped:
         return task
