@@ -26,7 +26,7 @@
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
 #   OPT_JOBS     verification workers per optimize shard (default 3)
-#   TRITONFORGE_NCU_LOCK  exclusive (default) or shared: the GPU lock each record's ncu run takes
+#   TRITONFORGE_NCU_LOCK  shared (default) or exclusive: the GPU lock each record's ncu run takes
 #                among optimize shards (profile/session.py: ncu_lock_mode)
 #   REDO         comma-separated records the optimize step runs again although stored (their
 #                cached work is forgotten when each starts; a record stays until replaced; a

@@ -1,4 +1,4 @@
-"""The GPU lock an ncu run takes among shards: exclusive unless $TRITONFORGE_NCU_LOCK says shared."""
+"""The GPU lock an ncu run takes among shards: shared unless $TRITONFORGE_NCU_LOCK says exclusive."""
 
 import pytest
 
@@ -6,15 +6,17 @@ from tritonforge.errors import ConfigError
 from tritonforge.profile.session import NCU_LOCK_ENV, ncu_lock_mode
 
 
-def test_exclusive_by_default(monkeypatch):
+def test_shared_by_default(monkeypatch):
     monkeypatch.delenv(NCU_LOCK_ENV, raising=False)
-    assert ncu_lock_mode() == "exclusive"
+    assert ncu_lock_mode() == "shared"
     monkeypatch.setenv(NCU_LOCK_ENV, "")
+    assert ncu_lock_mode() == "shared"
+
+
+def test_exclusive_when_asked(monkeypatch):
+    monkeypatch.setenv(NCU_LOCK_ENV, " Exclusive ")
     assert ncu_lock_mode() == "exclusive"
-
-
-def test_shared_when_asked(monkeypatch):
-    monkeypatch.setenv(NCU_LOCK_ENV, " Shared ")
+    monkeypatch.setenv(NCU_LOCK_ENV, "shared")
     assert ncu_lock_mode() == "shared"
 
 
@@ -22,7 +24,7 @@ def test_anything_else_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(NCU_LOCK_ENV, "none")
     with pytest.raises(ConfigError) as err:
         ncu_lock_mode()
-    assert "TRITONFORGE_NCU_LOCK" in str(err.value) and "shared" in str(err.value)
+    assert "TRITONFORGE_NCU_LOCK" in str(err.value) and "exclusive" in str(err.value)
 
 
 def test_the_suite_refuses_a_bad_value_before_any_record(monkeypatch, tmp_path):

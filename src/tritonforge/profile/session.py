@@ -55,16 +55,17 @@ NCU_LOCK_ENV = "TRITONFORGE_NCU_LOCK"
 
 def ncu_lock_mode() -> str:
     """The GPU lock an Nsight Compute run takes among processes sharing the GPU (shards):
-    'exclusive' by default, like timing; 'shared' with $TRITONFORGE_NCU_LOCK=shared, beside other
-    shards' verifications (never beside a timing). A profile is advice: another process's kernels
-    interleaved with its replays can only lower the efficiency it measures, so the worst case is
-    a kernel not stopped as "near the roofline". What it may save: 35-69 s per record queued for
-    the exclusive lock in the profile phase, against 20-28 s of profiling itself (H100, three
-    shards, session 15). Not yet measured with 'shared'."""
-    value = (os.environ.get(NCU_LOCK_ENV) or "exclusive").strip().lower()
+    'shared' by default, beside other shards' verifications but never beside a timing;
+    'exclusive' with $TRITONFORGE_NCU_LOCK=exclusive, like timing. A profile is advice: another
+    process's kernels interleaved with its replays can only lower the efficiency it measures, so
+    the worst case is a kernel not stopped as "near the roofline". Measured on an H100 with three
+    shards: under 'exclusive' a record's profile phase queued 35-69 s for the lock against
+    20-28 s of profiling itself (session 15; attention_fwd_triton3 61 of 89 s, session 16 call
+    1); under 'shared', max_reduction's profile took 25 s and queued 0 s (session 16 call 2)."""
+    value = (os.environ.get(NCU_LOCK_ENV) or "shared").strip().lower()
     if value not in ("exclusive", "shared"):
         raise ConfigError(f"${NCU_LOCK_ENV}={value!r} is not a GPU lock mode",
-                          hint="use 'exclusive' (the default) or 'shared'")
+                          hint="use 'shared' (the default) or 'exclusive'")
     return value
 
 
