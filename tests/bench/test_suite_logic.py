@@ -54,6 +54,10 @@ def test_held_back_names_the_reason():
     assert held_back(_result("a", history=[noisy])).startswith("noise")
     assert held_back(_result("a", history=[noisy], notes=["near the roofline: ..."])) == "near the roofline"
     assert held_back(_result("a", stop="the original fails: x")) == "the original does not run"
+    outside = ["diagnosis (ncu): latency-bound, time outside the Triton kernels; hints: outside_kernels"]
+    assert held_back(_result("a", history=[noisy], notes=outside)).startswith(
+        "most of the time is outside the Triton kernels")
+    assert held_back(_result("a", history=[wrong], notes=outside)).startswith("verifier rejection")
 
 
 # ---------------------------------------------------------------- baseline: device OOM retried alone

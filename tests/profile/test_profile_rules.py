@@ -192,3 +192,49 @@ def test_barrier_stalls():
 @pytest.mark.parametrize("rule", rules.RULES, ids=lambda r: r.__name__)
 def test_every_rule_is_silent_without_data(rule):
     assert rule(facts()) is None
+
+
+def test_outside_kernels_names_the_wrappers_share():
+    # matrix_reduction (H100, session 16): a 2.8 us kernel in a 581 us case
+    fired = rules.outside_kernels(facts(metrics=dict(duration_us=2.8), launches=1, time_us=581.0))
+    assert fired is not None and fired.hints[0].kind == "outside_kernels"
+    assert "2.8 us of the case's 581.0 us (0%)" in fired.evidence[0]
+    assert "at most 1.00x faster" in fired.evidence[0]
+    assert fired.priority == pytest.approx(0.9)          # the bottleneck, ahead of kernel rules
+    # max_reduction: 49 of 239 us, a 1.26x cap
+    mid = rules.outside_kernels(facts(metrics=dict(duration_us=49.0), launches=1, time_us=239.0))
+    assert mid is not None and "at most 1.26x" in mid.evidence[0] and mid.priority == pytest.approx(0.9)
+    # 40%: named, but behind what the kernel rules find
+    low = rules.outside_kernels(facts(metrics=dict(duration_us=40.0), launches=1, time_us=100.0))
+    assert low is not None and low.priority < 0.5
+
+
+def test_outside_kernels_stays_silent_where_the_kernels_are_the_time_or_unknown():
+    assert rules.outside_kernels(facts(metrics=dict(duration_us=95.0), launches=1, time_us=100.0)) is None
+    # ncu's sum stood in for the time (no caller's measurement): nothing to compare
+    assert rules.outside_kernels(facts(metrics=dict(duration_us=95.0), launches=1)) is None
+    assert rules.outside_kernels(facts(time_us=100.0)) is None          # no kernel profiled
+    assert rules.outside_kernels(facts(metrics=dict(dram_throughput_pct=50.0), time_us=100.0)) is None
+
+
+def test_outside_kernels_scales_to_the_launches_of_one_call():
+    # ncu capped at 2 profiled launches of a call that makes 8: 4 x (2 x 10 us) = 80 of 100 us
+    two = [kp(duration_us=10.0), kp(duration_us=10.0)]
+    f = gather_facts(two, [], None, 8, 100.0)
+    assert f.kernel_us_per_call() == pytest.approx(80.0)
+    assert rules.outside_kernels(f) is None
+    # the same launches in a call that makes 2: 20 of 100 us
+    fired = rules.outside_kernels(gather_facts(two, [], None, 2, 100.0))
+    assert fired is not None and "20.0 us of the case's 100.0 us (20%)" in fired.evidence[0]
+    # two kernels count together
+    mixed = [kp("a", duration_us=10.0), kp("b", duration_us=30.0)]
+    assert gather_facts(mixed, [], None, 2, 100.0).kernel_us_per_call() == pytest.approx(40.0)
+
+
+def test_outside_kernels_leads_the_diagnosis_when_the_kernel_is_a_sliver():
+    from tritonforge.profile.diagnose import diagnose
+
+    d = diagnose([kp(duration_us=2.8, dram_throughput_pct=1.0, sm_throughput_pct=1.0)], [], None,
+                 1, 581.0)
+    assert d.bottleneck == "time outside the Triton kernels"
+    assert d.hints[0].kind == "outside_kernels"

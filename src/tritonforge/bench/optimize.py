@@ -57,6 +57,9 @@ def held_back(result) -> str:
     reasons = " ".join(h.reason for h in ok)
     if near:
         return "near the roofline"
+    if any("time outside the Triton kernels" in n for n in result.notes):
+        # the diagnosis named it the bottleneck (profile.rules.outside_kernels)
+        return "most of the time is outside the Triton kernels (the wrapper's other work)"
     if "within noise" in reasons and "slower" not in reasons:
         return "noise: no candidate faster beyond the noise"
     return "candidates verified but not faster"

@@ -42,6 +42,9 @@ class Thresholds:
     low_l2_hit_pct: float = 50.0
     coalescing_excess: float = 2.0      # sectors per request over the ideal for the access width
     wave_efficiency: float = 0.8        # waves / ceil(waves) under which the tail costs
+    kernel_share: float = 0.5           # of the case's time in its Triton kernels, under which
+    # the rest of the call (the wrapper's torch work, copies, host code) is named
+    kernel_share_dominant: float = 0.25  # under which that is the bottleneck, ahead of the rest
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,16 @@ class Facts:
     time_us: float | None
     limits: DeviceLimits
     t: Thresholds = field(default_factory=Thresholds)
+    kernels_us: float | None = None              # every profiled launch's duration, summed
+    launches_seen: int = 0                       # profiled launches of every kernel
+
+    def kernel_us_per_call(self) -> float | None:
+        """The Triton kernels' time in one call: the profiled launches' durations, scaled to the
+        launches one call makes where ncu saw more or fewer (its launch cap). None when unknown."""
+        if not self.kernels_us or self.launches_seen <= 0:
+            return None
+        per_call = self.launches_per_call or self.launches_seen
+        return self.kernels_us * per_call / self.launches_seen
 
     def m(self, name: str) -> float | None:
         return self.metrics.get(name)
@@ -165,6 +178,8 @@ def gather_facts(kernels: Sequence[KernelProfile], stats: Sequence[CompileStats]
         share=share, stats=chosen, all_stats=tuple(stats), roofline=roofline,
         launches_per_call=launches_per_call, time_us=time_us, limits=limits,
         t=thresholds or Thresholds(),
+        kernels_us=all_time if all(k.duration_us for k in kernels) else None,
+        launches_seen=len(kernels),
     )
 
 

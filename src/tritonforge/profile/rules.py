@@ -117,6 +117,36 @@ def launch_overhead(f: Facts) -> Finding | None:
     return Finding("launch overhead", (ev,), tuple(hints), bound=Bound.LAUNCH)
 
 
+OUTSIDE_DOMINANT = 0.9     # an outside_kernels hint's priority where the kernels are a sliver
+
+
+def outside_kernels(f: Facts) -> Finding | None:
+    """Most of the case's time goes outside its Triton kernels: the wrapper's torch operations,
+    copies and host code. A kernel move can win back only the kernels' share (Amdahl's law).
+
+    The kernels' time is Nsight Compute's (at its locked base clock, so longer than in the timed
+    run: the share is if anything overstated, and the rule errs towards silence); the case's time
+    is the caller's measurement. Only the profiled case is known: others may differ.
+    Seen on the H100 (session 16): matrix_reduction's kernel ran 2.8 us of a 581 us case (its
+    timed call draws its inputs with torch.randn), max_reduction's 49 of 239 us, and
+    dequantize_matmul's 20 of 210 us (the rest is torch.mm)."""
+    kernel_us, time_us = f.kernel_us_per_call(), f.time_us
+    if kernel_us is None or not time_us or time_us <= 0:
+        return None
+    share = kernel_us / time_us
+    if share >= f.t.kernel_share:
+        return None
+    ev = (f"the Triton kernels run {kernel_us:,.1f} us of the case's {time_us:,.1f} us "
+          f"({share:.0%}): the rest is the wrapper's other work (torch operations, copies, host "
+          f"code); infinitely fast kernels would make this case at most {1 / (1 - share):.2f}x "
+          "faster")
+    priority = OUTSIDE_DOMINANT if share < f.t.kernel_share_dominant else 0.35
+    return Finding("time outside the Triton kernels", (ev,),
+                   (Hint("outside_kernels", ev + "; move the wrapper's work into the kernels "
+                         "(fuse its torch operations, drop copies) or cut its host work", (),
+                         priority),))
+
+
 def small_grid(f: Facts) -> Finding | None:
     """Fewer programs than SMs: part of the GPU idles."""
     grid, sms = f.m("grid_size"), f.m("sm_count")
@@ -304,6 +334,6 @@ def barrier_stalls(f: Facts) -> Finding | None:
                          "or fewer cross-warp reductions", ("num_warps",), 0.4),))
 
 
-RULES = (near_roofline, resource_limits, launch_overhead, small_grid, tiny_programs,
+RULES = (near_roofline, resource_limits, launch_overhead, outside_kernels, small_grid, tiny_programs,
          memory_parallelism, register_limited, spills, narrow_accesses, tensor_cores, l2_locality,
          tail_effect, barrier_stalls)
