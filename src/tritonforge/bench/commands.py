@@ -192,16 +192,17 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         records = load_records()
         names = choose_subset([(n, records[n].category) for n in runnable if n in records], args.size)
         _say(f"subset of {len(names)} from {len(runnable)} runnable records: {', '.join(names)}")
+    # a --redo of a record not in the run stops before any data is loaded or device asked
+    redo = {n.strip() for n in (args.redo or "").split(",") if n.strip()}
+    unknown = sorted(redo - set(names))
+    if unknown:
+        raise ConfigError(f"--redo names records not among those to run: {', '.join(unknown)}",
+                          hint="--redo takes names from --names (or the subset)")
     tasks = load_tasks(names)
     run_dir = Path(settings.run_dir)
     group = args.shard_group if args.shard else None
     device = resolve_device(settings.device)     # asks a child process: once
     mine, settings = _shard(args.shard, tasks, settings, device, dynamic=group is not None)
-    redo = {n.strip() for n in (args.redo or "").split(",") if n.strip()}
-    unknown = sorted(redo - {t.name for t in tasks})
-    if unknown:
-        raise ConfigError(f"--redo names records not among those to run: {', '.join(unknown)}",
-                          hint="--redo takes names from --names (or the subset)")
     with RunStore(run_dir / "store.sqlite") as store:
         def forget(name: str) -> None:
             """Forget ``name``'s cached work just before it runs again (``run_suite``); its record
