@@ -238,3 +238,14 @@ def test_outside_kernels_leads_the_diagnosis_when_the_kernel_is_a_sliver():
                  1, 581.0)
     assert d.bottleneck == "time outside the Triton kernels"
     assert d.hints[0].kind == "outside_kernels"
+
+
+def test_kernel_share_of_a_stored_profile():
+    from tritonforge.model import Profile
+    from tritonforge.profile.diagnose import kernel_share
+
+    rl = Roofline(1e9, 1e6, 581.0, 3333.0, 0.003, 4300.0, 60.0, 0.1, Bound.MEMORY)
+    p = Profile("t", "perf-03", "ncu", kernels=(kp(duration_us=2.8),), roofline=rl)
+    assert kernel_share(p) == pytest.approx(2.8 / 581.0)
+    assert kernel_share(Profile("t", "perf-03", "ncu", kernels=(kp(duration_us=2.8),))) is None
+    assert kernel_share(Profile("t", "perf-03", "static-only", roofline=rl)) is None

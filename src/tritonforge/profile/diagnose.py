@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..model import Bound, CompileStats, Diagnosis, Hint, KernelProfile, Roofline
+from ..model import Bound, CompileStats, Diagnosis, Hint, KernelProfile, Profile, Roofline
 from .limits import DeviceLimits, limits_for
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,18 @@ def gather_facts(kernels: Sequence[KernelProfile], stats: Sequence[CompileStats]
         kernels_us=all_time if all(k.duration_us for k in kernels) else None,
         launches_seen=len(kernels),
     )
+
+
+def kernel_share(profile: Profile) -> float | None:
+    """The Triton kernels' share of a stored profile's case: their ncu durations over the case's
+    timed time (the roofline's). None without both. A stored profile keeps no launch count, so
+    the profiled launches count as one call's (``Facts.kernel_us_per_call``)."""
+    time_us = profile.roofline.time_us if profile.roofline is not None else None
+    if not time_us or not profile.kernels:
+        return None
+    per_call = gather_facts(profile.kernels, profile.compile_stats, profile.roofline, None,
+                            time_us).kernel_us_per_call()
+    return None if per_call is None else per_call / time_us
 
 
 def classify_bound(f: Facts) -> tuple[Bound, str]:
