@@ -21,6 +21,7 @@
 #   TIMING_MODES space-separated FLUSH:INTERLEAVE:PACE triples the selfcheck step runs under, one
 #                after the other (config.FLUSH_MODES, INTERLEAVE_MODES, pace 0|1; default:
 #                the configured settings)
+#   SELF_COPIES  copies of the original the selfcheck step times side by side (2-8; default 2)
 #   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
@@ -138,6 +139,7 @@ for step in "$@"; do
         timeout "$(( $(left) / k ))" python3 -m tritonforge bench selfcheck --device cuda \
           --run-dir ".gpu-store/selfcheck-${mode//:/-}" \
           --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
+          --copies "${SELF_COPIES:-2}" \
           --out "$OUT/selfcheck-${mode//:/-}.json" 2>&1 | tail -40
         unset TRITONFORGE_FLUSH_MODE TRITONFORGE_TIMING_INTERLEAVE TRITONFORGE_TIMING_PACE
         k=$(( k - 1 ))

@@ -40,6 +40,19 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _copies(text: str) -> int:
+    """An argparse type: how many copies of the original a selfcheck times (2 to 8)."""
+    from .bench.selfcheck import MAX_COPIES
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 2 <= value <= MAX_COPIES:
+        raise argparse.ArgumentTypeError(f"{value} is not from 2 to {MAX_COPIES}")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
                         help="where kernels run (default auto: cuda if visible, else the CPU "
@@ -146,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     selfc = bsub.add_parser("selfcheck", help="time the original against itself (noise floor)")
     selfc.add_argument("--names", help="comma-separated record names")
     selfc.add_argument("--out", help="write the summary JSON here")
+    selfc.add_argument("--copies", type=_copies, default=2,
+                       help="copies of the original timed side by side in one request, as a "
+                            "search round times its candidates (2 to 8; default 2)")
     _common(selfc)
     bopt = bsub.add_parser("optimize", help="optimize a TritonBench-G subset (BENCHMARK.md figures)")
     bopt.add_argument("--names", help="comma-separated record names (default: the subset rule)")
