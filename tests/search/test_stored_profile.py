@@ -50,3 +50,16 @@ def test_another_case_or_kind_is_profiled_again(tmp_path, monkeypatch):
         store.put_profile("t", ORIGINAL.hash, _profile("timing-only", "perf-05"))
         opt._diagnose(ORIGINAL, "perf-05", [])
         assert len(calls) == 2                            # ncu asked for, only a timing one stored
+
+
+def test_the_time_outside_the_kernels_is_told_with_its_numbers(tmp_path):
+    from tritonforge.model import Hint
+
+    ev = "the Triton kernels run 2.8 us of the case's 581.0 us (0%): ..."
+    d = Diagnosis(Bound.LATENCY, "time outside the Triton kernels",
+                  hints=(Hint("outside_kernels", ev, (), 0.9), Hint("more_programs", "x", (), 0.5)))
+    with RunStore(tmp_path / "store.sqlite") as store:
+        store.put_profile("t", ORIGINAL.hash, Profile("t", "perf-03", "ncu", diagnosis=d))
+        notes = []
+        _optimizer(tmp_path, store, interpreted=False)._diagnose(ORIGINAL, "perf-03", notes)
+    assert notes[-1] == ev and "hints: outside_kernels, more_programs" in notes[-2]

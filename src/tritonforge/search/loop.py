@@ -642,6 +642,9 @@ class Optimizer(OutputStage):
             notes.append(f"diagnosis ({profile.source}{where}): {d.bound.value}-bound, {d.bottleneck}; "
                          "hints: " + ", ".join(h.kind for h in d.hints[:4]))
             self.progress(f"{self.task.name}: {notes[-1]}")
+            # where the time is not the kernels', the user hears it with the numbers: no kernel
+            # move can change that part (profile.rules.outside_kernels)
+            notes += [h.evidence for h in d.hints if h.kind == "outside_kernels"]
         return d
 
 
