@@ -124,9 +124,10 @@ def outside_kernels(f: Facts) -> Finding | None:
     """Most of the case's time goes outside its Triton kernels: the wrapper's torch operations,
     copies and host code. A kernel move can win back only the kernels' share (Amdahl's law).
 
-    The kernels' time is Nsight Compute's (at its locked base clock, so longer than in the timed
-    run: the share is if anything overstated, and the rule errs towards silence); the case's time
-    is the caller's measurement. Only the profiled case is known: others may differ.
+    The kernels' time is Nsight Compute's: clocks not locked (``ncu.build_ncu_command``'s
+    ``--clock-control none``, as in the timed run), caches flushed before each replayed pass, as
+    the timing flushes the L2 before each call. The case's time is the caller's measurement. Only
+    the profiled case is known: others may differ.
     Seen on the H100 (session 16): matrix_reduction's kernel ran 2.8 us of a 581 us case (its
     timed call draws its inputs with torch.randn), max_reduction's 49 of 239 us, and
     dequantize_matmul's 20 of 210 us (the rest is torch.mm)."""
