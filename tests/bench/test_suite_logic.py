@@ -33,6 +33,11 @@ def test_headline_counts_failures_as_one():
     assert math.isclose(h["mean_speedup_over_successes"], 2.0)
     assert math.isclose(h["geomean_all_failures_as_1"], (2.0 * 1.02) ** (1 / 3))
     assert h["best"] == 2.0
+    assert h["resumed_records"] == 0
+    from tritonforge.bench.optimize import RESUMED_NOTE
+
+    again = _result("d", notes=[f"{RESUMED_NOTE} an earlier attempt ... was cut"])
+    assert headline(results + [again])["resumed_records"] == 1
 
 
 def test_phase_summary_takes_medians_over_the_records_that_measured_phases():

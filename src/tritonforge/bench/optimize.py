@@ -104,6 +104,9 @@ def headline(results: list) -> dict:
         # the same less the time queued behind other shards for a shared GPU (suite runs in shards)
         "median_wall_unshared_s": statistics.median(r.wall_s - getattr(r, "blocked_s", 0.0)
                                                     for r in results) if results else float("nan"),
+        # records whose wall time is their last attempt's alone: an earlier one was cut by a
+        # call's end, and its time is not in the figures above
+        "resumed_records": sum(resumed(r) for r in results),
     }
 
 
