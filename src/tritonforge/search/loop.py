@@ -23,7 +23,7 @@ from typing import Callable
 from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..model import (
-    Candidate, CaseRole, Decision, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
+    Candidate, CaseRole, Decision, Diagnosis, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
     Status, Task, VariantResult,
 )
 from ..profile.rules import OUTSIDE_DOMINANT
@@ -667,10 +667,11 @@ from ..model.serialize import register as _register  # noqa: E402
 _register(OptimizeResult)
 
 
-def _kernels_a_sliver(diagnosis) -> bool:
+def _kernels_a_sliver(diagnosis: Diagnosis | None) -> bool:
     """The diagnosis finds the Triton kernels running under a quarter of the profiled case
-    (``profile.rules.outside_kernels`` at its dominant priority). On the H100 stores (session 16) that was apply_penalty,
-    dequantize_matmul, l2_norm_bwd, matrix_reduction and max_reduction: no candidate of theirs
-    reached 1.05x in 1-5 rounds, and they took 72-366 s each."""
-    return diagnosis is not None and any(h.kind == "outside_kernels" and h.priority >= OUTSIDE_DOMINANT
-                                         for h in diagnosis.hints)
+    (``profile.rules.outside_kernels`` at its dominant priority). On the H100 stores (session
+    16) that was apply_penalty, dequantize_matmul, l2_norm_bwd, matrix_reduction and
+    max_reduction: no candidate of theirs reached 1.05x in 1-5 rounds, and they took 72-366 s
+    each."""
+    return diagnosis is not None and any(
+        h.kind == "outside_kernels" and h.priority >= OUTSIDE_DOMINANT for h in diagnosis.hints)
