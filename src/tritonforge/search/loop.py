@@ -23,8 +23,8 @@ from typing import Callable
 from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..model import (
-    Candidate, CaseRole, Decision, Diagnosis, Evaluation, HardwareInfo, HistoryEntry, ProposalContext,
-    Status, Task, VariantResult,
+    Candidate, CaseRole, Decision, Diagnosis, Evaluation, HardwareInfo, HistoryEntry,
+    ProposalContext, Status, Task, VariantResult,
 )
 from ..profile.rules import OUTSIDE_DOMINANT
 from ..runtime.failures import WORKER_KILLERS
