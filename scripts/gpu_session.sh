@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
+# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
@@ -86,6 +86,10 @@ for step in "$@"; do
     probe)
       log "timing probe: flush time, host overhead per call, timing methods"
       timeout 120 python3 scripts/gpu_timing_probe.py "$OUT/timing_probe.json" 2>&1 | tail -50
+      ;;
+    hostprobe)
+      log "host probe: what a launch-bound wrapper's pieces cost on the host"
+      timeout 150 python3 scripts/gpu_host_probe.py "$OUT/host_probe.json" 2>&1 | tail -45
       ;;
     flushprobe)
       log "flush probe: the same call against itself under each L2 flush mode"
