@@ -38,6 +38,7 @@ def held_back(result) -> str:
     """Why a kernel did not reach 1.05x, in the issue's terms (roofline, no transform, verifier
     rejection, noise), from what the loop recorded."""
     from ..model import Status
+    from ..search.loop import SLIVER_RETIMED
 
     final = result.final
     if final is not None and final.accepted and final.speedup >= 1.05:
@@ -57,7 +58,8 @@ def held_back(result) -> str:
     reasons = " ".join(h.reason for h in ok)
     if near:
         return "near the roofline"
-    if any("time outside the Triton kernels" in n for n in result.notes):
+    if any("time outside the Triton kernels" in n for n in result.notes) and \
+            not any(n.startswith(SLIVER_RETIMED) for n in result.notes):
         # the diagnosis named it the bottleneck (profile.rules.outside_kernels)
         return "most of the time is outside the Triton kernels (the wrapper's other work)"
     if "within noise" in reasons and "slower" not in reasons:

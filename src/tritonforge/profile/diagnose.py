@@ -183,11 +183,13 @@ def gather_facts(kernels: Sequence[KernelProfile], stats: Sequence[CompileStats]
     )
 
 
-def kernel_share(profile: Profile) -> float | None:
+def kernel_share(profile: Profile, time_us: float | None = None) -> float | None:
     """The Triton kernels' share of a stored profile's case: their ncu durations over the case's
-    timed time (the roofline's). None without both. A stored profile keeps no launch count, so
-    the profiled launches count as one call's (``Facts.kernel_us_per_call``)."""
-    time_us = profile.roofline.time_us if profile.roofline is not None else None
+    timed time, the roofline's unless ``time_us`` gives another measurement of the same case
+    (the search's own timing of it). None without both. A stored profile keeps no launch count,
+    so the profiled launches count as one call's (``Facts.kernel_us_per_call``)."""
+    if time_us is None:
+        time_us = profile.roofline.time_us if profile.roofline is not None else None
     if not time_us or not profile.kernels:
         return None
     per_call = gather_facts(profile.kernels, profile.compile_stats, profile.roofline, None,
