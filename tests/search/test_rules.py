@@ -434,3 +434,15 @@ def test_a_launch_site_pin_a_hidden_caller_broke_comes_back_inside_a_one_config_
     assert rules.repair(RepairRequest(ctx, pinned, Status.MISMATCH, "3 elements differ", 1)) is None
     other = next(c for c in cands if c.origin != "rules:autotune_pin")
     assert rules.repair(RepairRequest(ctx, other, Status.RUNTIME_ERROR, error, 1)) is None
+
+
+def test_a_dead_zero_fill_is_the_first_move_even_near_the_roofline():
+    from tritonforge.model import Bound, Diagnosis, Hint
+
+    ref = (Path(__file__).parents[1] / "verify" / "catalogue" / "rowloss_ref.py").read_text()
+    near = Diagnosis(Bound.MEMORY, "near the roofline", (), (Hint("near_roofline", "", (), 1.0),),
+                     near_roofline=True)
+    moves = RuleProposer().moves(ref, near)
+    assert moves[0].transform == "drop_zero_fill"
+    rowsum = (Path(__file__).parents[1] / "verify" / "catalogue" / "rowsum_ref.py").read_text()
+    assert all(m.transform != "drop_zero_fill" for m in RuleProposer().moves(rowsum, None))

@@ -42,6 +42,10 @@ FAMILIES = {
         spec_case("n1000", "axpy_", 0.5, T(1000), T(1000)),
         spec_case("n4096", "axpy_", -1.5, T(4096), T(4096)),
     ]),
+    "rowloss": ("rowloss_ref.py", [
+        spec_case("a", "row_loss", T(8, 100)),
+        spec_case("b", "row_loss", T(5, 64)),
+    ]),
     "rowsum": ("rowsum_ref.py", [
         spec_case("a", "row_sums", T(16, 300)),
         spec_case("b", "row_sums", T(10, 1000)),

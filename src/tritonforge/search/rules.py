@@ -356,6 +356,7 @@ class RuleProposer:
         other two, H100 session 9). ``picks``: kernel -> the config its autotuner chose on the
         profiled case (``autotune_picks_of``), which ``autotune_pin`` may pin."""
         from ..analyze import analyze_source
+        from ..transforms import get as get_transform
 
         analysis = analyze_source(source)
         hints = _hint_weights(diagnosis)
@@ -372,6 +373,11 @@ class RuleProposer:
                 moves[start:] = [replace(m, score=m.score - COLD_SITE_PENALTY)
                                  for m in moves[start:]]
         moves += _body_moves(hints)
+        # a fill kernel whose zeros the kernel overwrites: a sure, small win wherever the
+        # kernels are (transforms.zero_fill; kldiv_ops' per-row loss buffer)
+        if get_transform("drop_zero_fill").applies(analysis):
+            moves.append(Move("drop_zero_fill", (), 0.9,
+                              "torch.zeros -> torch.empty for buffers a kernel only writes"))
         if "near_roofline" in hints:
             moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
         return sorted(moves, key=lambda m: -m.score)

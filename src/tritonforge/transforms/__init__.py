@@ -19,6 +19,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     pid_swizzle         grouped program ordering for 2-D tiled kernels
     persistent_grid     1-D grid over tiles -> a few programs per SM looping over tiles
     streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
+    drop_zero_fill      torch.zeros -> torch.empty for a wrapper's buffer a kernel only writes
 
 This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
 GPU image lacks it, so only the driver side imports this package.
@@ -49,6 +50,7 @@ from .persistent import PersistentGrid
 from .rows import RowsPerProgram
 from .streaming import StreamingReduction
 from .swizzle import PidSwizzle
+from .zero_fill import DropZeroFill
 
 REGISTRY: dict[str, Transform] = {t.name: t for t in (
     LaunchParams(),
@@ -65,6 +67,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     PersistentGrid(),
     RowsPerProgram(),
     StreamingReduction(),
+    DropZeroFill(),
 )}
 
 
