@@ -446,3 +446,14 @@ def test_a_dead_zero_fill_is_the_first_move_even_near_the_roofline():
     assert moves[0].transform == "drop_zero_fill"
     rowsum = (Path(__file__).parents[1] / "verify" / "catalogue" / "rowsum_ref.py").read_text()
     assert all(m.transform != "drop_zero_fill" for m in RuleProposer().moves(rowsum, None))
+
+
+def test_a_namedtuple_built_per_call_is_hoisted_early():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "transforms"))
+    import tf_samples
+
+    moves = RuleProposer().moves(tf_samples.ROW_SUM_NAMED, None)
+    assert "hoist_namedtuple" in [m.transform for m in moves[:3]]      # in round 1
+    assert all(m.transform != "hoist_namedtuple" for m in RuleProposer().moves(tf_samples.ROW_SUM, None))

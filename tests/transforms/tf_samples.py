@@ -161,6 +161,11 @@ ROW_SUM_PTR = ROW_SUM.replace(
 ).replace("tl.load(x_ptr + row * stride + cols", "tl.load(x_ptr + cols").replace(
     "tl.store(out_ptr + row, ", "tl.store(out_ptr, ")
 
+# the same sum returned in a namedtuple whose class the wrapper builds on every call (FlagGems'
+# max_dim style; hoist_namedtuple builds it once)
+ROW_SUM_NAMED = ROW_SUM.replace("import torch\n", "from collections import namedtuple\n\nimport torch\n", 1).replace(
+    "    return out\n", "    Sums = namedtuple('sums', ['values'])\n    return Sums(values=out)\n")
+
 EARLY_RETURN = '''import torch
 import triton
 import triton.language as tl
@@ -351,6 +356,7 @@ def _inputs(name: str):
         "ATOMIC_SUM": lambda: (vec(300),),
         "ROW_SUM": lambda: (torch.randn(9, 53, generator=g),),
         "ROW_SUM_PTR": lambda: (torch.randn(9, 53, generator=g),),
+        "ROW_SUM_NAMED": lambda: (torch.randn(9, 53, generator=g),),
         "EARLY_RETURN": lambda: (vec(300),),
         "MATMUL": lambda: (torch.randn(37, 29, generator=g), torch.randn(29, 45, generator=g)),
         "AUTOTUNED": lambda: (vec(1000),),
@@ -365,7 +371,7 @@ def _inputs(name: str):
 
 ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "NO_GRID_FOLLOW": "copy", "IN_PLACE": "axpy_", "ATOMIC_SUM": "total",
-           "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
+           "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "ROW_SUM_NAMED": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
            "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm", "ROWS_LAMBDA": "row_sum",
            "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows",
            "ADD_PARAM": "add"}

@@ -378,6 +378,10 @@ class RuleProposer:
         if get_transform("drop_zero_fill").applies(analysis):
             moves.append(Move("drop_zero_fill", (), 0.9,
                               "torch.zeros -> torch.empty for buffers a kernel only writes"))
+        # host work after the launches is timed once it outlasts the kernels (transforms.host_hoist)
+        if get_transform("hoist_namedtuple").applies(analysis):
+            moves.append(Move("hoist_namedtuple", (), 0.85,
+                              "build the wrapper's namedtuple class once, at import"))
         if "near_roofline" in hints:
             moves = [m for m in moves if m.score >= 0.6]   # only big, likely moves are worth time
         return sorted(moves, key=lambda m: -m.score)

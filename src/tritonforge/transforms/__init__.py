@@ -20,6 +20,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     persistent_grid     1-D grid over tiles -> a few programs per SM looping over tiles
     streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
     drop_zero_fill      torch.zeros -> torch.empty for a wrapper's buffer a kernel only writes
+    hoist_namedtuple    a wrapper's namedtuple class built once at import, not on every call
 
 This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
 GPU image lacks it, so only the driver side imports this package.
@@ -44,6 +45,7 @@ from .base import Applicability, Transform
 from .body import CacheHints, LoopPipelining, OffsetHints
 from .configs import ConfigSpec
 from .constexpr import ConstexprOverride
+from .host_hoist import HoistNamedtuple
 from .launch_params import LaunchParams
 from .param_block import ParamBlockOverride
 from .persistent import PersistentGrid
@@ -68,6 +70,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     RowsPerProgram(),
     StreamingReduction(),
     DropZeroFill(),
+    HoistNamedtuple(),
 )}
 
 
