@@ -51,7 +51,7 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # committed bench/results/stores/{optimize,baseline}-SUFFIX.sqlite.gz that travel with the tree
 # (scripts/keep_stores.sh commits them once, at a session's end), so the carry holds no second copy
 # of them. Within a session, carry the .gpu-store.tgz that save_gpu_call.sh leaves after each call,
-# or, lighter, only .gpu-saved/optimize-SUFFIX.sqlite.gz with STORES=SUFFIX (the baseline store,
+# or, lighter, only .gpu-saved/optimize-SUFFIX.sqlite.xz with STORES=SUFFIX (the baseline store,
 # unchanged by optimize calls, then comes from the committed one of the same suffix, or name it).
 if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"
 elif [ -n "${STORES:-}" ]; then
@@ -59,6 +59,13 @@ elif [ -n "${STORES:-}" ]; then
     suffix="$STORES"; [ "$kind" = baseline ] && suffix="${BASELINE_STORES:-$STORES}"
     # a store saved by an earlier call of this session (save_gpu_call.sh; carry that one file)
     # comes before the committed one
+    # (its .sqlite.xz, half the size, fits the 64 MiB carry beside the committed store of the
+    # same suffix, which travels with the tree; the .gz does not: session 17)
+    xz=".gpu-saved/$kind-$suffix.sqlite.xz"
+    if [ -f "$xz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then
+      mkdir -p ".gpu-store/$kind" && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "$xz" ".gpu-store/$kind/store.sqlite" && echo "store from $xz"
+    fi
     gz=".gpu-saved/$kind-$suffix.sqlite.gz"
     [ -f "$gz" ] || gz="bench/results/stores/$kind-$suffix.sqlite.gz"
     if [ -f "$gz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then

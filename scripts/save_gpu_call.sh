@@ -8,7 +8,8 @@
 # submission, at over 256 MiB of diffs, was refused whole). The session's logs and summaries go to
 # RESULTS_DIR as NAME-CALL_LABEL.log/.json (optimize-call1.log, baseline-call1.json, ...), the
 # optimize step's summary as optimize-summary.json; and .gpu-store.tgz is replaced so the next
-# call resumes from this one (carry it). (The testgen sweep keeps JSON records, not a store: they
+# call resumes from this one (carry it). Lighter: carry only .gpu-saved/optimize-SUFFIX.sqlite.xz
+# (about half the .gz) with STORES=SUFFIX. (The testgen sweep keeps JSON records, not a store: they
 # travel in .gpu-store.tgz.)
 set -euo pipefail
 files_at="$1"; results="$2"; label="$3"; suffix="$4"
@@ -29,6 +30,9 @@ import sqlite3, sys
 con = sqlite3.connect(sys.argv[1]); con.execute("PRAGMA wal_checkpoint(FULL)"); con.close()
 PY
   gzip -c "$db" > ".gpu-saved/$kind-$suffix.sqlite.gz"
+  # the same store as xz, to carry into the next call (gpu_session.sh reads it first)
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=6))' \
+    "$db" ".gpu-saved/$kind-$suffix.sqlite.xz"
 done
 for f in "$tmp"/*.log "$tmp"/*.json; do
   if [ -f "$f" ]; then cp "$f" "$results/$(basename "${f%.*}")-$label.${f##*.}"; fi
