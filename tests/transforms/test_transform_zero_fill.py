@@ -113,6 +113,13 @@ def f(x):
     write_k[(4,)](x, out, x.numel(), BLOCK=128)
     return out
 ''', "may return before the launch"),
+    ('''
+def f(x):
+    out = buf = torch.zeros_like(x)
+    y = buf + 1
+    write_k[(4,)](x, out, x.numel(), BLOCK=128)
+    return out, y
+''', "zeros buffer passed"),        # a second name for the same buffer
 ])
 def test_a_zero_fill_that_may_be_seen_is_kept(body, why):
     assert why in _refusal(body)

@@ -11,7 +11,8 @@ every row.
 
 Applied only where, statically:
 
-- the buffer is a local name assigned once, by ``torch.zeros(...)`` or ``torch.zeros_like(...)``;
+- the buffer is a local name assigned once, alone, by ``torch.zeros(...)`` or
+  ``torch.zeros_like(...)``;
 - a launch of a kernel passes it for a pointer parameter the kernel stores through, and the kernel
   neither loads through that parameter nor updates it atomically (an accumulator needs its
   zeros), and has no store or atomic whose base pointer the analysis could not resolve;
@@ -172,7 +173,9 @@ def find_fills(source: str, analysis: SourceAnalysis) -> tuple[list[_Fill], list
                        and any(isinstance(t, ast.Name) and t.id == arg.variable
                                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
             if len(assigns) != 1 or not isinstance(assigns[0], ast.Assign) \
-                    or _zero_fill_call(assigns[0].value) is None:
+                    or len(assigns[0].targets) != 1 or _zero_fill_call(assigns[0].value) is None:
+                # (``out = buf = torch.zeros(...)``: ``buf`` is the same buffer under a name
+                # the checks below would not follow)
                 continue            # not a zero-filled local: nothing to say about it
             why = alias_refusal(site, "allocating its buffer empty")
             if why is None and site.has_star_args:
