@@ -24,7 +24,7 @@ from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..model import (
     Candidate, CaseRole, Decision, Diagnosis, Evaluation, HardwareInfo, HistoryEntry,
-    ProposalContext, Status, Task, VariantResult,
+    Profile, ProposalContext, Status, Task, VariantResult,
 )
 from ..profile.rules import OUTSIDE_DOMINANT
 from ..runtime.failures import WORKER_KILLERS
@@ -676,7 +676,7 @@ _register(OptimizeResult)
 SLIVER_RETIMED = "not a sliver after all: "    # a note's opening (bench.optimize.held_back)
 
 
-def _sliver_retimed(profile, incumbent: VariantResult) -> str | None:
+def _sliver_retimed(profile: Profile | None, incumbent: VariantResult) -> str | None:
     """A note where the search's own timing of the profiled case puts the Triton kernels at a
     quarter or more of it, though the diagnosis (on the stored baseline time) found them a
     sliver; None otherwise. One stored time can be an outlier: apply_penalty's perf-06 read

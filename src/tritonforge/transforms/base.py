@@ -47,6 +47,13 @@ def short(text: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def char_index(lines: list[str], line: int, byte_col: int) -> int:
+    """The index in ``"".join(lines)`` of a 1-based line and a UTF-8 byte column, as ``ast``
+    gives node positions (a comment with non-ASCII text before a node shifts the two apart)."""
+    before = sum(len(x) for x in lines[:line - 1])
+    return before + len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8"))
+
+
 def site_label(site: LaunchSite) -> str:
     """``site 3 (kern)``, or ``site 3 (kern, through fx)`` for a launch through an alias."""
     through = f", through {site.alias}" if site.alias is not None else ""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analyze import SourceAnalysis
-from .base import Applicability, Transform
+from .base import Applicability, Transform, char_index
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,11 @@ def find_hoists(source: str) -> list[_Hoist]:
     """The namedtuple classes built inside top-level functions that can be built once."""
     tree = ast.parse(source)
     spellings = _namedtuple_spelling(tree)
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
-        {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     out: list[_Hoist] = []
     if not spellings:
         return out
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):
             continue
@@ -102,21 +102,12 @@ def find_hoists(source: str) -> list[_Hoist]:
     return out
 
 
-def _index(lines: list[str], line: int, byte_col: int) -> int:
-    """The character index in ``"".join(lines)`` of a 1-based line and a UTF-8 byte column."""
-    before = sum(len(x) for x in lines[:line - 1])
-    return before + len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8"))
-
-
 class HoistNamedtuple(Transform):
     name = "hoist_namedtuple"
     summary = "build a wrapper's namedtuple class once at import, not on every call"
     param_names = ()
     example_params: dict[str, Any] = {}
     no_example_reason = "no namedtuple class built inside a function"
-
-    def examples(self, analysis: SourceAnalysis) -> list[dict[str, Any]]:
-        return [{}]
 
     def _applies(self, analysis: SourceAnalysis, **_: Any) -> Applicability:
         if not analysis.source:
@@ -132,8 +123,8 @@ class HoistNamedtuple(Transform):
         # one function at a time from the bottom up: each edit lies below every earlier one
         for h in sorted(find_hoists(source), key=lambda h: h.value, reverse=True):
             lines = text.splitlines(keepends=True)
-            start = _index(lines, h.value[0], h.value[1])
-            end = _index(lines, h.value[2], h.value[3])
+            start = char_index(lines, h.value[0], h.value[1])
+            end = char_index(lines, h.value[2], h.value[3])
             at = sum(len(x) for x in lines[:h.def_line - 1])
             text = (text[:at] + f"{h.hoisted} = {h.call_text}  # built once (hoist_namedtuple)\n\n\n"
                     + text[at:start] + h.hoisted + text[end:])

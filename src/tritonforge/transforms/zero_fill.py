@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analyze import SourceAnalysis
-from .base import Applicability, Transform, alias_refusal
+from .base import Applicability, Transform, alias_refusal, char_index
 
 ZERO_FILLS = {"zeros": "empty", "zeros_like": "empty_like"}
 METADATA = frozenset({"stride", "shape", "size", "numel", "dtype", "device", "element_size",
@@ -211,9 +211,6 @@ class DropZeroFill(Transform):
     example_params: dict[str, Any] = {}
     no_example_reason = "no zero-filled buffer that a kernel only writes"
 
-    def examples(self, analysis: SourceAnalysis) -> list[dict[str, Any]]:
-        return [{}]
-
     def _applies(self, analysis: SourceAnalysis, **_: Any) -> Applicability:
         if not analysis.source:
             return Applicability.no("the analysis carries no source text")
@@ -225,13 +222,12 @@ class DropZeroFill(Transform):
 
     def _apply(self, source: str, analysis: SourceAnalysis, **_: Any) -> str:
         fills, _refused = find_fills(source, analysis)
-        lines = source.splitlines(keepends=True)
+        lines, text = source.splitlines(keepends=True), source
+        # from the last one back: an edit moves only what follows it
         for f in sorted(fills, key=lambda f: (f.line, f.end_col), reverse=True):
-            raw = lines[f.line - 1].encode("utf-8")
-            start = f.end_col - len(f.attr)
-            assert raw[start:f.end_col].decode() == f.attr
-            lines[f.line - 1] = (raw[:start] + ZERO_FILLS[f.attr].encode() + raw[f.end_col:]).decode("utf-8")
-        return "".join(lines)
+            end = char_index(lines, f.line, f.end_col)
+            text = text[:end - len(f.attr)] + ZERO_FILLS[f.attr] + text[end:]
+        return text
 
 
 __all__ = ["DropZeroFill", "find_fills"]
