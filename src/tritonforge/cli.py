@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--tritonbench", metavar="NAME", help="a TritonBench-G record instead of FILE")
     opt.add_argument("--rounds", type=int, default=None, dest="max_rounds",
                      help="at most this many rounds (default 8)")
-    opt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    opt.add_argument("--budget", type=float, default=None,
+                     help="seconds for the whole run: no search round starts that would, with "
+                          "the final check's estimated time, end past it (default: no limit)")
     opt.add_argument("--jobs", type=int, default=2, help="verification workers side by side")
     opt.add_argument("--emit", choices=["auto", "fixed", "autotune"], default=None,
                      help="write the best config fixed in the code, or an @triton.autotune over "
@@ -172,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "baseline store (they only choose the search's cases)")
     bopt.add_argument("--size", type=int, default=40, help="subset size")
     bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
-    bopt.add_argument("--per-kernel", type=float, default=150.0, help="seconds per kernel at most")
+    bopt.add_argument("--per-kernel", type=float, default=150.0,
+                      help="seconds per kernel: no search round starts that would, with the "
+                           "final check's estimated time, end past it")
     bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
     bopt.add_argument("--redo", help="comma-separated records to run again although stored (after a "
                                      "harness fix): each one's record is forgotten only when it "

@@ -140,9 +140,6 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-FINAL_CHECK_S = 60.0    # the fresh-process final check runs after a kernel's search budget
-
-
 def _shard(spec: str | None, tasks: list, settings, device: str,
            dynamic: bool = False) -> tuple[list, object]:
     """This process's share of ``tasks`` under ``--shard K/N``, and settings whose run folder is
@@ -230,7 +227,9 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         def fresh() -> Evaluator:
             return Evaluator(settings, work_dir / f"final{next(counter)}", store, device=device)
 
-        def one(task, remaining):   # run_suite starts a record only with its whole budget left
+        # run_suite starts a record only with its whole budget left; the budget is the record's,
+        # its final check included (search.budget)
+        def one(task, remaining):
             proposers = build_proposers(settings, work_dir)
             opt = Optimizer(task, settings, evaluators, proposers, store, _say,
                             make_final_evaluator=fresh, known_baseline=_sweep_times(args, task))
@@ -244,7 +243,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
             owner = f"{args.shard} pid {os.getpid()}"
             claim = (lambda name: store.claim("optimize-claim", name, group, owner)) if group else None
             _, left = run_suite(mine, one, store, budget_s=args.budget, progress=_say,
-                                need_s=args.per_kernel + FINAL_CHECK_S, claim=claim,
+                                need_s=args.per_kernel, claim=claim,
                                 redo=redo, forget=forget)
             # every record done so far, the other shards' included, in the subset's order
             results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]

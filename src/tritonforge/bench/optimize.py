@@ -143,8 +143,8 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
     process took it: each shard takes the next task no other has, so one with slow records does
     not leave the others idle (a fixed split by position did, H100 session 5).
 
-    A record is started only with ``need_s`` seconds left (its per-kernel budget plus the final
-    check): one squeezed into the end of a run would be stored with a search it never had (on the
+    A record is started only with ``need_s`` seconds left (its per-kernel budget, which covers
+    its final check: ``search.budget``): one squeezed into the end of a run would be stored with a search it never had (on the
     H100, 2026-11-23, a record cut to 34 s by the suite's budget was stored as "no transform").
     With less time left than records took here (shards queue for the GPU, so a record's wall
     time can be twice its budget) it still starts: a record the call's end cuts stores nothing,

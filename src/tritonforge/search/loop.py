@@ -28,10 +28,11 @@ from ..model import (
 )
 from ..profile.rules import OUTSIDE_DOMINANT
 from ..runtime.failures import WORKER_KILLERS
-from ..runtime.service import Evaluator, gpu_blocked_s
+from ..runtime.service import Evaluator, final_check_plan, gpu_blocked_s, timing_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import blamed_cases, incumbent_timed_cases, twin_blamed
+from .budget import FinalCheckEstimate
 from .output import OutputStage, _variant
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
@@ -360,6 +361,9 @@ class Optimizer(OutputStage):
                                   time.perf_counter() - start, 0, notes=tuple(notes))
         search_ids = representative_cases(task, base)
         verify_ids = search_verification_cases(task, base)
+        final_estimate = FinalCheckEstimate({t.case_id: t.median_ms for t in base.timings},
+                                            timing_plan(self.settings),
+                                            final_check_plan(self.settings))
         if self.timer.worker.info is None:
             self.timer.worker.start()      # no baseline run started it (a known baseline)
         info = self.timer.worker.info
@@ -391,14 +395,21 @@ class Optimizer(OutputStage):
         last_round_s = 0.0
         for round_ in range(1, max_rounds + 1):
             # a round that would likely end past the budget is not started (one round of
-            # attention_forward_triton took 180 s: a check at the start alone overran by minutes)
-            # The first round runs unless the fixed cost (baseline, profile) already took half as
-            # much again as the budget: without it that cost buys nothing (max_reduction, H100:
-            # 104 s of a 75 s budget gone before round 1, stored as "no transform applied").
+            # attention_forward_triton took 180 s: a check at the start alone overran by minutes),
+            # nor one after which the final check would (the budget is the record's, final check
+            # included: search.budget). The first round runs unless the fixed cost (baseline,
+            # profile) already took half as much again as the budget: without it that cost buys
+            # nothing (max_reduction, H100: 104 s of a 75 s budget gone before round 1, stored
+            # as "no transform applied").
             elapsed = busy_s(start, blocked0)
-            if budget_s is not None and (elapsed + last_round_s > budget_s if round_ > 1
+            final_s = final_estimate.seconds(c.id for c in task.performance_cases)
+            if budget_s is not None and (elapsed + last_round_s + final_s > budget_s if round_ > 1
                                          else elapsed > 1.5 * budget_s):
                 stop = "time budget spent"
+                if round_ > 1:
+                    notes.append(f"round {round_} not started: {elapsed:.0f} s spent, the last "
+                                 f"round took {last_round_s:.0f} s and the final check needs about "
+                                 f"{final_s:.0f} s, past the {budget_s:.0f} s budget")
                 round_ -= 1
                 break
             round_start, round_blocked0 = time.perf_counter(), gpu_blocked_s()
@@ -445,7 +456,10 @@ class Optimizer(OutputStage):
             clean: list[tuple[float, Decision, Candidate]] = []   # accepted this round
             if good:
                 with clock.phase("time"):
+                    timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
                     timing = self._time(task, incumbent, good, search_ids)
+                    final_estimate.observe(busy_s(timed_at, timed_blocked), 1 + len(good),
+                                           search_ids)
                 inc = timing.result("incumbent")
                 retimed = _sliver_retimed(self.profile, inc) if sliver_cut else None
                 if retimed:

@@ -1,0 +1,122 @@
+"""The record's time budget covers its final check (search.budget): the estimate's model, what it
+learns from the search's timing, and the loop declining a round the final check would not fit."""
+
+from pathlib import Path
+
+import pytest
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate
+from tritonforge.runtime.service import Evaluator, final_check_plan, timing_plan
+from tritonforge.runtime.timing import TimingPlan
+from tritonforge.search import budget as budget_mod
+from tritonforge.search.budget import (
+    DEFAULT_RATIO, FINAL_FIXED_S, MAX_RATIO, FinalCheckEstimate, case_timing_ms,
+)
+from tritonforge.search.loop import Optimizer
+from tritonforge.store import RunStore
+from tritonforge.tasks.loader import task_from_file
+
+PLAN = TimingPlan(rounds=10, round_ms=25.0, warmup_ms=25.0, max_calls_per_round=200,
+                  min_rounds=4, case_budget_ms=6000.0)
+
+
+def test_a_microsecond_call_costs_its_capped_calls_per_round():
+    # 200 calls of 5 us a round: 1 ms a round, not the 25 ms target
+    assert case_timing_ms(0.005, 2, PLAN) == pytest.approx(2 * 25 + 2 * 10 * 1.0)
+
+
+def test_a_call_longer_than_the_round_target_is_one_call_a_round():
+    assert case_timing_ms(100.0, 2, PLAN) == pytest.approx(50 + 2 * 10 * 100)
+
+
+def test_the_case_budget_cuts_rounds_past_the_minimum():
+    # 20 s of rounds asked; the case budget stops at 6 s, but never under 4 rounds each (8 s)
+    assert case_timing_ms(1000.0, 2, PLAN) == pytest.approx(50 + 8000)
+    assert case_timing_ms(400.0, 2, PLAN) == pytest.approx(50 + 6000)   # 8 s asked, 3.2 s minimum
+
+
+def test_an_unknown_call_time_counts_as_a_full_round():
+    assert case_timing_ms(float("nan"), 1, PLAN) == pytest.approx(25 + 10 * 25)
+
+
+def test_the_estimate_scales_the_model_by_what_the_search_measured():
+    est = FinalCheckEstimate({"a": 0.01, "b": 2.0, "p1": 0.01, "p2": 5.0}, PLAN, PLAN)
+    perf = ("p1", "p2")
+    model = (case_timing_ms(0.01, 2, PLAN) + case_timing_ms(5.0, 2, PLAN)) / 1000
+    assert est.ratio == DEFAULT_RATIO
+    assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + DEFAULT_RATIO * model)
+    searched = (case_timing_ms(0.01, 7, PLAN) + case_timing_ms(2.0, 7, PLAN)) / 1000
+    est.observe(3 * searched, 7, ("a", "b"))
+    assert est.ratio == pytest.approx(3.0)
+    assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + 3 * model)
+
+
+def test_the_ratio_is_bounded_both_ways():
+    est = FinalCheckEstimate({"a": 1.0}, PLAN, PLAN)
+    est.observe(0.001, 2, ("a",))          # slow variants dropped early: never below the model
+    assert est.ratio == 1.0
+    est.observe(10_000.0, 2, ("a",))       # a hung request: bounded
+    assert est.ratio == MAX_RATIO
+
+
+def test_the_final_plan_times_longer_than_the_search_plan():
+    settings = Settings()
+    # the final check does not abandon slower variants: the estimate uses its own plan
+    assert final_check_plan(settings).abandon_slower is None
+    assert timing_plan(settings).abandon_slower is not None
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SPEC = '''
+entry = "sin_triton"
+seeds = 1
+[[case]]
+id = "c"
+args = [{ tensor = [257] }]
+[[case]]
+id = "p"
+role = "performance"
+args = [{ tensor = [1024] }]
+'''
+
+
+class EveryRound:
+    """Proposes a new candidate each round (the original with a marker comment)."""
+
+    name = "every-round"
+
+    def propose(self, context):
+        src = context.incumbent.source + f"\n# round {context.round}\n"
+        return [Candidate(src, "fixed", context.incumbent.hash, f"comment {context.round}")]
+
+    def repair(self, request):
+        return None
+
+
+def _run(tmp_path, budget_s):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    task = task_from_file(EXAMPLE, spec)
+    settings = Settings(device="cpu", max_rounds=2, patience=2, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            return Optimizer(task, settings, [ev], [EveryRound()], store,
+                             candidates_per_round=1).run(budget_s)
+        finally:
+            ev.close()
+
+
+def test_a_round_the_final_check_would_not_fit_is_not_started(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 10_000.0)
+    result = _run(tmp_path, 5_000.0)
+    assert result.rounds == 1 and result.stop_reason == "time budget spent"
+    assert any("final check needs about 10000 s" in n for n in result.notes)
+    assert result.final is not None          # the final check itself still ran
+
+
+def test_the_same_budget_runs_the_round_when_the_final_check_fits(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 1.0)
+    result = _run(tmp_path, 5_000.0)
+    assert result.rounds == 2 and result.stop_reason != "time budget spent"
