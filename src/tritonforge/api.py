@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .config import Settings
 from .model import CaseRole, Evaluation, Task
-from .runtime.service import Evaluator, original_variant
+from .runtime.service import Evaluator, PrestartedEvaluators, original_variant
 from .store import RunStore
 from .tasks.loader import task_from_file
 from .tasks.tritonbench import load_tasks
@@ -100,9 +100,8 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
     with RunStore(run_dir / "store.sqlite") as store:
         evaluators = make_evaluators(settings, run_dir, store, jobs, device)
         counter = iter(range(10_000))
-
-        def fresh() -> Evaluator:
-            return Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device)
+        fresh = PrestartedEvaluators(
+            lambda: Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device))
 
         proposers: list = []
         try:
@@ -115,6 +114,7 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
             record_llm_usage(store, task.name, proposers)
             from .runtime.perf_inputs import remove_for
             remove_for(Path(settings.run_dir) / "perf-inputs", task.name)   # can be GBs
+            fresh.close()
             for e in evaluators:
                 e.close()
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"

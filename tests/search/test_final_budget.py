@@ -94,7 +94,7 @@ class EveryRound:
         return None
 
 
-def _run(tmp_path, budget_s):
+def _run(tmp_path, budget_s, fresh=None):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     task = task_from_file(EXAMPLE, spec)
@@ -102,8 +102,8 @@ def _run(tmp_path, budget_s):
     with RunStore(tmp_path / "store.sqlite") as store:
         ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
         try:
-            return Optimizer(task, settings, [ev], [EveryRound()], store,
-                             candidates_per_round=1).run(budget_s)
+            return Optimizer(task, settings, [ev], [EveryRound()], store, candidates_per_round=1,
+                             make_final_evaluator=fresh).run(budget_s)
         finally:
             ev.close()
 
@@ -120,3 +120,21 @@ def test_the_same_budget_runs_the_round_when_the_final_check_fits(tmp_path, monk
     monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 1.0)
     result = _run(tmp_path, 5_000.0)
     assert result.rounds == 2 and result.stop_reason != "time budget spent"
+
+
+def test_the_final_check_gets_a_worker_started_as_the_record_began(tmp_path):
+    from tritonforge.runtime.service import PrestartedEvaluators
+
+    made = []
+
+    def make():
+        made.append(Evaluator(Settings(device="cpu"), tmp_path / f"final{len(made)}", None,
+                              device="cpu"))
+        return made[-1]
+    fresh = PrestartedEvaluators(make)
+    try:
+        result = _run(tmp_path, None, fresh)
+    finally:
+        fresh.close()
+    assert result.final is not None and result.final.accepted
+    assert fresh.prestarted == 1 and not any(e.worker.alive() for e in made)

@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
 from ..runtime.perf_inputs import remove_for
-from ..runtime.service import Evaluator, resolve_device
+from ..runtime.service import Evaluator, PrestartedEvaluators, resolve_device
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
 from .baseline import run_baseline
@@ -223,9 +223,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
         evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
         counter = iter(range(100_000))
-
-        def fresh() -> Evaluator:
-            return Evaluator(settings, work_dir / f"final{next(counter)}", store, device=device)
+        fresh = PrestartedEvaluators(
+            lambda: Evaluator(settings, work_dir / f"final{next(counter)}", store, device=device))
 
         # run_suite starts a record only with its whole budget left; the budget is the record's,
         # its final check included (search.budget)
@@ -249,6 +248,7 @@ def _optimize(args: argparse.Namespace, settings) -> int:
             results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
             env = _environment(evaluators[0])
         finally:
+            fresh.close()
             for e in evaluators:
                 e.close()
     head = headline(results)

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time as _time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..config import Settings
@@ -165,6 +165,59 @@ def final_check_plan(settings: Settings) -> TimingPlan:
     speedup. The per-case time budget still bounds slow cases. Autotuned kernels tune with
     Triton's own benchmark there, as in the user's process."""
     return dataclasses.replace(timing_plan(settings), abandon_slower=None, autotune_rep_ms=None)
+
+
+class PrestartedEvaluators:
+    """Fresh evaluators for final checks, one made and its worker started ahead of need.
+
+    A final check runs in a process that never saw a candidate; it need not be one started at
+    that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
+    final check on the H100 (python, torch, CUDA; sessions 17-18), and a record may run several.
+    ``prestart()`` starts one in a background thread (the optimizer calls it as a record
+    begins, while no timing runs: a CUDA start beside a timed call could disturb it; under
+    shards it takes the GPU lock as untimed work does); a call
+    returns that one once started, or, with none waiting, a new one that starts on first use as
+    before. A start that fails in the background is left to ``Worker.evaluate``, which starts it
+    again and reports its failure as a result."""
+
+    def __init__(self, make: Callable[[], "Evaluator"]):
+        self._make = make
+        self._waiting: tuple["Evaluator", threading.Thread] | None = None
+        self.prestarted = 0                  # evaluators handed out already started
+
+    def prestart(self) -> None:
+        if self._waiting is not None:
+            return
+        evaluator = self._make()
+
+        def start() -> None:
+            try:
+                # as untimed GPU work: never beside another shard's timing (gpu_lock_covers_all)
+                with gpu_lock(lock_mode(evaluator.device == "cuda", False)):
+                    evaluator.worker.start()
+            except Exception as exc:  # noqa: BLE001 - evaluate() starts it again, and says why
+                log.warning("final-check worker did not start ahead of need: %s", exc)
+
+        thread = threading.Thread(target=start, name="final-check prestart", daemon=True)
+        thread.start()
+        self._waiting = (evaluator, thread)
+
+    def __call__(self) -> "Evaluator":
+        if self._waiting is None:
+            return self._make()
+        evaluator, thread = self._waiting
+        self._waiting = None
+        thread.join()
+        self.prestarted += 1
+        return evaluator
+
+    def close(self) -> None:
+        """Stop a worker started ahead of a final check that never came."""
+        if self._waiting is not None:
+            evaluator, thread = self._waiting
+            self._waiting = None
+            thread.join()
+            evaluator.close()
 
 
 def original_variant(task: Task) -> Variant:

@@ -38,6 +38,13 @@ def main(argv: list[str]) -> int:
         from . import cpu_shim
 
         cpu_shim.install()
+    else:
+        # the first verification's integrity snapshot imports torch._dynamo (1-3 s); paid here,
+        # before Ready, it is part of the start that a final-check worker makes ahead of need
+        # (runtime.service.PrestartedEvaluators). Not on the CPU: tests start many workers.
+        from ..verify.integrity import settle_lazy_rewrites
+
+        settle_lazy_rewrites()
     send(fd_out, Ready(device, os.getpid()))
     while True:
         message = receive(fd_in)

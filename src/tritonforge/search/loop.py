@@ -370,6 +370,9 @@ class Optimizer(OutputStage):
         hardware = HardwareInfo(info.name if info else self.timer.device, self.interpreted,
                                 sm_count=info.sm_count if info else 0,
                                 capability=getattr(info, "capability", "") if info else "")
+        prestart = getattr(self.make_final_evaluator, "prestart", None)
+        if callable(prestart):
+            prestart()      # the final check's fresh worker starts while nothing is timed
         with clock.phase("profile"):
             diagnosis = self._diagnose(original, profile_case(search_ids, base), notes, base,
                                        hardware)

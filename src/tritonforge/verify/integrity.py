@@ -87,7 +87,7 @@ class IntegritySnapshot:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def _settle_lazy_rewrites() -> None:
+def settle_lazy_rewrites() -> None:
     """Import what rewrites torch's own attributes on first import, before anything is recorded:
     importing torch._dynamo replaces ``torch.manual_seed`` with a wrapped copy (seen on an H200,
     triggered lazily inside a candidate's call: a false "patched"). About 1.4 s, once."""
@@ -98,7 +98,7 @@ def _settle_lazy_rewrites() -> None:
 
 
 def integrity_snapshot() -> IntegritySnapshot:
-    _settle_lazy_rewrites()
+    settle_lazy_rewrites()
     attributes: list[tuple[str, Any, str, Any]] = []
     modules: list[tuple[str, Any]] = []
     for name in _WATCHED_MODULES:
