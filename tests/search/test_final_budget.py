@@ -1,8 +1,6 @@
 """The record's time budget covers its final check (search.budget): the estimate's model, what it
 learns from the search's timing, and the loop declining a round the final check would not fit."""
 
-from pathlib import Path
-
 import pytest
 
 from tritonforge.config import Settings
@@ -15,7 +13,6 @@ from tritonforge.search.budget import (
 )
 from tritonforge.search.loop import Optimizer
 from tritonforge.store import RunStore
-from tritonforge.tasks.loader import task_from_file
 
 PLAN = TimingPlan(rounds=10, round_ms=25.0, warmup_ms=25.0, max_calls_per_round=200,
                   min_rounds=4, case_budget_ms=6000.0)
@@ -67,20 +64,6 @@ def test_the_final_plan_times_longer_than_the_search_plan():
     assert timing_plan(settings).abandon_slower is not None
 
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
-SPEC = '''
-entry = "sin_triton"
-seeds = 1
-[[case]]
-id = "c"
-args = [{ tensor = [257] }]
-[[case]]
-id = "p"
-role = "performance"
-args = [{ tensor = [1024] }]
-'''
-
-
 class EveryRound:
     """Proposes a new candidate each round (the original with a marker comment)."""
 
@@ -94,10 +77,7 @@ class EveryRound:
         return None
 
 
-def _run(tmp_path, budget_s, fresh=None):
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC)
-    task = task_from_file(EXAMPLE, spec)
+def _run(task, tmp_path, budget_s, fresh=None):
     settings = Settings(device="cpu", max_rounds=2, patience=2, case_timeout_s=120)
     with RunStore(tmp_path / "store.sqlite") as store:
         ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
@@ -108,21 +88,21 @@ def _run(tmp_path, budget_s, fresh=None):
             ev.close()
 
 
-def test_a_round_the_final_check_would_not_fit_is_not_started(tmp_path, monkeypatch):
+def test_a_round_the_final_check_would_not_fit_is_not_started(sin_task, tmp_path, monkeypatch):
     monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 10_000.0)
-    result = _run(tmp_path, 5_000.0)
+    result = _run(sin_task, tmp_path, 5_000.0)
     assert result.rounds == 1 and result.stop_reason == "time budget spent"
     assert any("final check needs about 10000 s" in n for n in result.notes)
     assert result.final is not None          # the final check itself still ran
 
 
-def test_the_same_budget_runs_the_round_when_the_final_check_fits(tmp_path, monkeypatch):
+def test_the_same_budget_runs_the_round_when_the_final_check_fits(sin_task, tmp_path, monkeypatch):
     monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 1.0)
-    result = _run(tmp_path, 5_000.0)
+    result = _run(sin_task, tmp_path, 5_000.0)
     assert result.rounds == 2 and result.stop_reason != "time budget spent"
 
 
-def test_the_final_check_gets_a_worker_started_as_the_record_began(tmp_path):
+def test_the_final_check_gets_a_worker_started_as_the_record_began(sin_task, tmp_path):
     from tritonforge.runtime.service import PrestartedEvaluators
 
     made = []
@@ -133,7 +113,7 @@ def test_the_final_check_gets_a_worker_started_as_the_record_began(tmp_path):
         return made[-1]
     fresh = PrestartedEvaluators(make)
     try:
-        result = _run(tmp_path, None, fresh)
+        result = _run(sin_task, tmp_path, None, fresh)
     finally:
         fresh.close()
     assert result.final is not None and result.final.accepted

@@ -2,7 +2,6 @@
 correctness, since CPU times are not performance), and a wrong proposal rejected by the loop."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -13,19 +12,6 @@ from tritonforge.search.loop import Optimizer
 from tritonforge.search.rules import RuleProposer
 from tritonforge.store import RunStore
 from tritonforge.tasks.loader import task_from_file
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
-SPEC = '''
-entry = "sin_triton"
-seeds = 1
-[[case]]
-id = "c"
-args = [{ tensor = [257] }]
-[[case]]
-id = "p"
-role = "performance"
-args = [{ tensor = [1024] }]
-'''
 
 
 class FixedProposer:
@@ -47,10 +33,8 @@ class FixedProposer:
 
 
 @pytest.fixture()
-def task(tmp_path):
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC)
-    return task_from_file(EXAMPLE, spec)
+def task(sin_task):
+    return sin_task             # tests/search/conftest.py: the bundled sin example, two cases
 
 
 def _optimize(task, tmp_path, proposers, rounds=1):
@@ -137,10 +121,11 @@ def test_the_profile_diagnosis_reaches_the_proposers(task, tmp_path):
     assert any(n.startswith("diagnosis (static-only)") for n in result.notes)
 
 
-def test_no_case_the_original_runs_ends_the_run_before_any_proposal(tmp_path):
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.replace('args = [{ tensor = [257] }]', 'args = [{ tensor = [257] }, 3]'))
-    task = task_from_file(EXAMPLE, spec)            # "c" passes an extra argument: it fails
+def test_no_case_the_original_runs_ends_the_run_before_any_proposal(sin_task, tmp_path):
+    spec = tmp_path / "spec.toml"                   # the one sin_task was read from
+    spec.write_text(spec.read_text().replace('args = [{ tensor = [257] }]',
+                                             'args = [{ tensor = [257] }, 3]'))
+    task = task_from_file(sin_task.source_path, spec)   # "c" passes an extra argument: it fails
     broken = replace(task, cases=tuple(c for c in task.cases if c.id == "c"))
     result, _ = _optimize(broken, tmp_path, [FixedProposer("x = 1\n", "never proposed")])
     assert result.tried == 0 and "no case left" in result.stop_reason
