@@ -21,6 +21,8 @@ def test_a_prestarted_evaluator_comes_started_and_each_call_is_a_new_process(tmp
     fresh.prestart()
     fresh.prestart()                       # one waiting at a time
     assert len(made) == 1
+    fresh.wait()                           # up, and still waiting to be asked for
+    assert made[0].worker.alive() and fresh.prestarted == 0
     first = fresh()
     try:
         assert first.worker.alive() and first.worker.info is not None   # started before asked

@@ -174,8 +174,8 @@ class PrestartedEvaluators:
     that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
     final check on the H100 (python, torch, CUDA; sessions 17-18), and a record may run several.
     ``prestart()`` starts one in a background thread (the optimizer calls it as a record
-    begins, while no timing runs: a CUDA start beside a timed call could disturb it; under
-    shards it takes the GPU lock as untimed work does); a call
+    begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
+    disturb it; under shards it takes the GPU lock as untimed work does); a call
     returns that one once started, or, with none waiting, a new one that starts on first use as
     before. A start that fails in the background is left to ``Worker.evaluate``, which starts it
     again and reports its failure as a result."""
@@ -201,6 +201,12 @@ class PrestartedEvaluators:
         thread = threading.Thread(target=start, name="final-check prestart", daemon=True)
         thread.start()
         self._waiting = (evaluator, thread)
+
+    def wait(self) -> None:
+        """Return once a worker being started ahead of need has started (the optimizer calls
+        this before it times anything, so no CUDA start overlaps a timed call)."""
+        if self._waiting is not None:
+            self._waiting[1].join()
 
     def __call__(self) -> "Evaluator":
         if self._waiting is None:

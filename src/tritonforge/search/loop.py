@@ -459,6 +459,7 @@ class Optimizer(OutputStage):
             clean: list[tuple[float, Decision, Candidate]] = []   # accepted this round
             if good:
                 with clock.phase("time"):
+                    self._final_worker_started()
                     timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
                     timing = self._time(task, incumbent, good, search_ids)
                     final_estimate.observe(busy_s(timed_at, timed_blocked), 1 + len(good),
@@ -520,6 +521,13 @@ class Optimizer(OutputStage):
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0,
                               clock.times())
+
+    def _final_worker_started(self) -> None:
+        """Wait for a final-check worker being started ahead of need (``PrestartedEvaluators``)
+        to be up: its CUDA start must not overlap a timed call."""
+        wait = getattr(self.make_final_evaluator, "wait", None)
+        if callable(wait):
+            wait()
 
     def _propose(self, ctx: ProposalContext) -> list[Candidate]:
         """Candidates from each proposer in turn until the round's budget is filled."""
