@@ -208,21 +208,26 @@ class PrestartedEvaluators:
         if self._waiting is not None:
             self._waiting[1].join()
 
-    def __call__(self) -> "Evaluator":
+    def _take(self) -> "Evaluator | None":
+        """The evaluator waiting, once its start has ended (None if none waits)."""
         if self._waiting is None:
-            return self._make()
+            return None
         evaluator, thread = self._waiting
         self._waiting = None
         thread.join()
+        return evaluator
+
+    def __call__(self) -> "Evaluator":
+        evaluator = self._take()
+        if evaluator is None:
+            return self._make()
         self.prestarted += 1
         return evaluator
 
     def close(self) -> None:
         """Stop a worker started ahead of a final check that never came."""
-        if self._waiting is not None:
-            evaluator, thread = self._waiting
-            self._waiting = None
-            thread.join()
+        evaluator = self._take()
+        if evaluator is not None:
             evaluator.close()
 
 
