@@ -26,7 +26,7 @@
 #                the frozen subset in bench/results/subset-40.txt)
 #   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
 #   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
-#   OPT_JOBS     verification workers per optimize shard (default 3)
+#   OPT_JOBS     verification workers per optimize shard (default 3 with shards, 4 with one)
 #   TRITONFORGE_NCU_LOCK  shared (default) or exclusive: the GPU lock each record's ncu run takes
 #                among optimize shards (profile/session.py: ncu_lock_mode)
 #   REDO         comma-separated records the optimize step runs again although stored (their
@@ -182,8 +182,10 @@ for step in "$@"; do
       SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
       OPT_ARGS=(--device cuda --run-dir .gpu-store/optimize --names "$SUBSET" --per-kernel "${PER_KERNEL_S:-150}")
       if [ "$SHARDS" -le 1 ]; then
+        # OPT_JOBS reaches the one-shard run too (sessions 17-18's one-shard calls passed
+        # OPT_JOBS=3 but ran the command's default of 4 workers: this branch did not pass it)
         timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
-          --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
+          --jobs "${OPT_JOBS:-4}" --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
       else
         # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
         # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps

@@ -124,9 +124,10 @@ args = [{ tensor = [1000] }]
 '''
 
 
-def _dispatch_through_the_loop(tmp_path, candidate: str, description: str):
+def _dispatch_through_the_loop(tmp_path, candidate: str, description: str, spy=None):
     """The optimizer's size dispatch of ``candidate`` against sin_block4, as if the final check
-    had found it 0.77x on the small case and 2.5x on the large one; (decision, joined, notes)."""
+    had found it 0.77x on the small case and 2.5x on the large one; (decision, joined, notes).
+    ``spy(optimizer)``, if given, runs before the dispatch (to watch its requests)."""
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     task = task_from_file(EXAMPLE, spec)
@@ -140,6 +141,8 @@ def _dispatch_through_the_loop(tmp_path, candidate: str, description: str):
         ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
         try:
             opt = Optimizer(task, settings, [ev], [], store)
+            if spy is not None:
+                spy(opt)
             decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
         finally:
             ev.close()
@@ -158,6 +161,46 @@ def test_the_loop_probes_each_case_in_the_worker_and_checks_the_joined_file(tmp_
     threshold = int(tests[0])
     assert 96 < threshold <= 1000                            # small keeps BLOCK_SIZE 4
     assert "kept" in notes[-1]
+
+
+def test_every_case_is_probed_with_one_source_and_the_joined_files_worker_starts_first(tmp_path):
+    """One probe source for all cases, so the worker imports it once (a source per case was a
+    new module, 3-4 s of first launch each on the H100); the fresh worker of the joined file's
+    final check is asked to start before the probes, which run untimed."""
+    probes: list[tuple[str, tuple[str, ...]]] = []
+    events: list[str] = []
+
+    class Fresh:
+        """make_final_evaluator with a prestart, as PrestartedEvaluators has."""
+
+        def __init__(self, opt):
+            self.opt = opt
+
+        def prestart(self):
+            events.append("prestart")
+
+        def __call__(self):
+            events.append("final")
+            return self.opt.timer
+
+    def spy(opt):
+        evaluate = opt.timer.evaluate
+
+        def watched(task, variants, **kwargs):
+            if kwargs.get("purpose") == "dispatch-probe":
+                events.append("probe")
+                probes.append((variants[0].source, tuple(kwargs["case_ids"])))
+            return evaluate(task, variants, **kwargs)
+
+        opt.timer.evaluate = watched
+        opt.make_final_evaluator = Fresh(opt)
+
+    decision, joined, notes = _dispatch_through_the_loop(tmp_path, CANDIDATE, "BLOCK_SIZE 4 -> 64",
+                                                         spy=spy)
+    assert decision is not None and decision.accepted, notes
+    assert [ids for _, ids in probes] == [("small",), ("large",)]
+    assert len({source for source, _ in probes}) == 1
+    assert events == ["prestart", "probe", "probe", "final"]
 
 
 def test_a_kernel_body_change_goes_through_the_loops_dispatch_and_final_check(tmp_path):
