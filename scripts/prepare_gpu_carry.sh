@@ -30,7 +30,7 @@ if [ ! -f .tbdata/kernels.json ]; then
 fi
 if [ ! -d .gpu-store ]; then
   mkdir -p .gpu-store/optimize .gpu-store/baseline
-  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-25-s18.sqlite.gz}"
+  opt="${STORE_OPTIMIZE:-bench/results/stores/optimize-h100-2026-11-25-s19.sqlite.gz}"
   base="${STORE_BASELINE:-bench/results/stores/baseline-h100-2026-11-24-s11f.sqlite.gz}"
   gunzip -c "$opt" > .gpu-store/optimize/store.sqlite
   gunzip -c "$base" > .gpu-store/baseline/store.sqlite
