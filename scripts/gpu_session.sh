@@ -12,9 +12,6 @@
 # call's carry to go on where it stopped (or carry that gpu-store.tgz itself as .gpu-store.tgz).
 #   EXAMPLE_BUDGET_S  seconds per bundled example in the examples step (default 120)
 #   DEADLINE_S   seconds this script may use in all (default 540: a device call is 600 at most)
-#   BASELINE_STORES  the baseline store's suffix, where it differs (default: STORES)
-#   STORES       suffix of the committed stores to resume from when no .gpu-store.tgz is carried
-#                (e.g. h100-2026-11-23-s5: bench/results/stores/{optimize,baseline}-<it>.sqlite.gz)
 #   JOBS         workers side by side for untimed runs (default 6)
 #   REWARM_SHARE baseline: share of the budget for re-checking records an earlier call checked
 #                (their compiled kernels went with that machine; default 0.25)
@@ -45,34 +42,9 @@ export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 # The device tool brings back at most 8 files from $OUT: everything is written into a scratch
 # folder and packed into $OUT/session.tgz (logs, summaries) and $OUT/gpu-store.tgz (the stores).
-# The stores may travel packed (the carry is limited to 64 MiB): a .gpu-store.tgz (as the last
-# call's $OUT/gpu-store.tgz) is unpacked here first.
-# Or, lighter, with STORES=SUFFIX and no .gpu-store.tgz carried: the stores are rebuilt from the
-# committed bench/results/stores/{optimize,baseline}-SUFFIX.sqlite.gz that travel with the tree
-# (scripts/keep_stores.sh commits them once, at a session's end), so the carry holds no second copy
-# of them. Within a session, carry the .gpu-store.tgz that save_gpu_call.sh leaves after each call,
-# or, lighter, only .gpu-saved/optimize-SUFFIX.sqlite.xz with STORES=SUFFIX (the baseline store,
-# unchanged by optimize calls, then comes from the committed one of the same suffix, or name it).
-if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"
-elif [ -n "${STORES:-}" ]; then
-  for kind in optimize baseline; do
-    suffix="$STORES"; [ "$kind" = baseline ] && suffix="${BASELINE_STORES:-$STORES}"
-    # a store saved by an earlier call of this session (save_gpu_call.sh; carry that one file)
-    # comes before the committed one
-    # (its .sqlite.xz, half the size, fits the 64 MiB carry beside the committed store of the
-    # same suffix, which travels with the tree; the .gz does not: session 17)
-    xz=".gpu-saved/$kind-$suffix.sqlite.xz"
-    if [ -f "$xz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then
-      mkdir -p ".gpu-store/$kind" && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-        "$xz" ".gpu-store/$kind/store.sqlite" && echo "store from $xz"
-    fi
-    gz=".gpu-saved/$kind-$suffix.sqlite.gz"
-    [ -f "$gz" ] || gz="bench/results/stores/$kind-$suffix.sqlite.gz"
-    if [ -f "$gz" ] && [ ! -f ".gpu-store/$kind/store.sqlite" ]; then
-      mkdir -p ".gpu-store/$kind" && gunzip -c "$gz" > ".gpu-store/$kind/store.sqlite" && echo "store from $gz"
-    fi
-  done
-fi
+# The stores travel packed (the carry is limited to 64 MiB): a carried .gpu-store.tgz (the last
+# call's $OUT/gpu-store.tgz, which scripts/save_gpu_call.sh keeps) is unpacked here first.
+if [ -f .gpu-store.tgz ]; then tar xzf .gpu-store.tgz && echo "unpacked .gpu-store.tgz"; fi
 FINAL_OUT="${OUT:-/tmp/tf-out}"; OUT="$(mktemp -d)"; mkdir -p "$FINAL_OUT" .gpu-store
 DEADLINE_S="${DEADLINE_S:-540}"
 CALL_START="$(date +%s)"
@@ -182,8 +154,8 @@ for step in "$@"; do
       SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
       OPT_ARGS=(--device cuda --run-dir .gpu-store/optimize --names "$SUBSET" --per-kernel "${PER_KERNEL_S:-150}")
       if [ "$SHARDS" -le 1 ]; then
-        # OPT_JOBS reaches the one-shard run too (sessions 17-18's one-shard calls passed
-        # OPT_JOBS=3 but ran the command's default of 4 workers: this branch did not pass it)
+        # OPT_JOBS reaches the one-shard run too (this branch once did not pass it, and
+        # one-shard runs given OPT_JOBS=3 ran the command's default of 4 workers)
         timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
           --jobs "${OPT_JOBS:-4}" --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
       else
@@ -191,8 +163,8 @@ for step in "$@"; do
         # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
         export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
         # every shard gets REDO: a record's cached work is forgotten by the shard that claims it,
-        # when it starts, and the record stays until the re-run replaces it (forgetting up front
-        # lost four records in sessions 6-8, forgetting at the start three more in session 9)
+        # when it starts, and the record stays until the re-run replaces it (on the H100,
+        # forgetting every REDO record up front lost four records, cut before their re-runs)
         budget=$(( $(left) - 120 )); group="call-$(date +%s)-$$"
         for k in $(seq 0 $(( SHARDS - 1 ))); do
           timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" \
@@ -222,7 +194,7 @@ if [ "$(stat -c %s "$FINAL_OUT/gpu-store.tgz")" -gt $(( 15 * 1024 * 1024 )) ]; t
   split -b 15M -d "$FINAL_OUT/gpu-store.tgz" "$FINAL_OUT/gpu-store.tgz.part" && rm "$FINAL_OUT/gpu-store.tgz"
 fi
 # a second run of this script in the same call keeps the first one's logs (files of the same
-# name are this run's): its session.tgz would otherwise replace them (session 10, call 5)
+# name are this run's): its session.tgz would otherwise replace them
 if [ -f "$FINAL_OUT/session.tgz" ]; then tar xzf "$FINAL_OUT/session.tgz" -C "$OUT" --skip-old-files 2>/dev/null; fi
 tar czf "$FINAL_OUT/session.tgz" -C "$OUT" . 2>/dev/null
 ls -la "$OUT" "$FINAL_OUT"
