@@ -3,7 +3,7 @@
     python3 scripts/gpu_flush_probe.py OUT.json      (scripts/gpu_session.sh runs it in its flushprobe step)
 
 Small TritonBench-G cases (5-20 us) read wildly different medians from one timing to the next
-(l2_norm_triton1, H100 session 10: the same original at 5.3 us in one evaluation and 8.6 us in
+(l2_norm_triton1, H100, 2026-11-24: the same original at 5.3 us in one evaluation and 8.6 us in
 the next, with samples from 4 to 250 us). The suspicion: triton's do_bench flush zeroes a 256 MiB
 buffer, which leaves the L2 full of dirty lines; the timed call then pays for writing part of
 them back. This probe times the same call against itself (A and B, interleaved exactly as the

@@ -36,7 +36,7 @@ def test_two_copies_give_the_ratio_as_before():
 
 
 def test_more_copies_show_the_spread_of_levels_within_one_request():
-    """matrix_reduction's perf-07 (H100 session 16): 0.17, 0.28 and 0.38 ms in one request."""
+    """matrix_reduction's perf-07 (H100, 2026-11-25): 0.17, 0.28 and 0.38 ms in one request."""
     ev = _Evaluator([0.28, 0.28, 0.17, 0.38])
     check = self_check(_task(), ev, copies=4)
     assert [v.name for v in ev.asked] == ["original", "original-again", "original-3", "original-4"]

@@ -263,7 +263,7 @@ def test_dynamic_shards_take_all_tasks_and_skip_what_another_claimed(tmp_path):
 
 def test_a_record_starts_when_its_budget_fits_even_if_records_took_longer_here():
     """Shards queue for the GPU, so a record's wall time can be twice its budget. Waiting for a
-    whole record's wall time left 200-240 s of each shard's 585 s idle (H100 session 11, call 1);
+    whole record's wall time left 200-240 s of each shard's 585 s idle (H100, 2026-11-24);
     a record the call's end cuts stores nothing and resumes next time, so it starts."""
     import time as _t
 
@@ -412,7 +412,7 @@ def test_a_summary_with_no_worker_started_still_names_the_versions():
 
 def test_a_redo_record_is_forgotten_only_when_it_starts_again():
     """--redo: a stored record runs again, and is forgotten just before; one the budget never
-    reaches keeps its record (forgetting all up front lost four records in sessions 6-8), and one
+    reaches keeps its record (forgetting all up front lost four records on the H100), and one
     another shard claimed is neither forgotten nor run here."""
     import time as _t
 

@@ -52,7 +52,7 @@ def test_a_hopeless_variant_is_dropped_once_a_few_calls_confirm_its_estimate(mon
 
 
 def test_a_slow_estimate_the_calls_do_not_confirm_drops_nothing(monkeypatch):
-    """The estimate read 0.71 ms for a 5 us call (l2_norm_bwd, H100 session 10): below a
+    """The estimate read 0.71 ms for a 5 us call (l2_norm_bwd, H100, 2026-11-24): below a
     millisecond the estimate drops nothing, and the variant is timed in turns like any other."""
     fns, calls = _stub(monkeypatch, {"inc": 0.005, "c0": 0.005})
     monkeypatch.setattr(timing, "_estimate_ms",
@@ -109,7 +109,7 @@ def test_the_final_check_times_every_variant_in_full():
 
 def test_a_quick_variant_is_never_dropped_on_its_estimate_however_slow(monkeypatch):
     """Quick calls timed alone land in one regime as a whole (15 confirming calls of the same
-    file read 76 us where it read 38 us in turns, H100 session 10): only the rounds judge them."""
+    file read 76 us where it read 38 us in turns, H100, 2026-11-24): only the rounds judge them."""
     fns, calls = _stub(monkeypatch, {"inc": 0.005, "c0": 0.5})
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=6, round_ms=0.5, min_rounds=4,
                                                        case_budget_ms=None))

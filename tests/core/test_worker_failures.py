@@ -77,7 +77,7 @@ def test_import_error_is_recorded(worker):
 
 def test_a_reference_that_breaks_the_cuda_context_leaves_its_candidate_unverified_not_ok(worker):
     """When the ORIGINAL hits an illegal memory access in a verification run, the candidate was
-    never compared: it must not come back OK (H100 session 5 saw exactly that)."""
+    never compared: it must not come back OK (an H100 run of 2026-11-23 saw exactly that)."""
     breaks = SRC.replace("    y = torch.empty_like(x)",
                          "    raise RuntimeError('CUDA error: an illegal memory access was encountered')")
     ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", breaks), _v("candidate", SRC)),

@@ -70,7 +70,7 @@ def test_same_file_timed_twice_agrees_within_two_percent(tmp_path: Path):
 def test_microsecond_cases_agree_with_themselves_under_the_default_timing(tmp_path: Path):
     """The engine's timing (read flush, call-by-call turns) on cases of a few microseconds, where
     do_bench's zeroing flush with back-to-back blocks once read the same original 5.8 us against
-    itself at 451 us (fast_rms_layernorm, H100 session 10). Three sizes, each within 5%."""
+    itself at 451 us (fast_rms_layernorm, H100, 2026-11-24). Three sizes, each within 5%."""
     from tritonforge.config import Settings
     from tritonforge.runtime.service import timing_plan
 

@@ -195,7 +195,7 @@ def test_every_rule_is_silent_without_data(rule):
 
 
 def test_outside_kernels_names_the_wrappers_share():
-    # matrix_reduction (H100, session 16): a 2.8 us kernel in a 581 us case
+    # matrix_reduction (H100, 2026-11-25): a 2.8 us kernel in a 581 us case
     fired = rules.outside_kernels(facts(metrics=dict(duration_us=2.8), launches=1, time_us=581.0))
     assert fired is not None and fired.hints[0].kind == "outside_kernels"
     assert "2.8 us of the case's 581.0 us (0%)" in fired.evidence[0]

@@ -41,7 +41,7 @@ def _incumbent(case_id: str, samples_ms: tuple[float, ...]):
 def test_an_outlier_stored_time_is_corrected_by_the_rounds_own_timing():
     from tritonforge.search.loop import SLIVER_RETIMED, _sliver_retimed
 
-    # apply_penalty, H100 session 17: a 4.1 us kernel against a stored 46.7 us (an outlier)
+    # apply_penalty, H100, 2026-11-25: a 4.1 us kernel against a stored 46.7 us (an outlier)
     profile = _stored_profile(4.1, 46.7)
     note = _sliver_retimed(profile, _incumbent("perf-06", (0.0051, 0.0052, 0.0050)))
     assert note is not None and note.startswith(SLIVER_RETIMED)

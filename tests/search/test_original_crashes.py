@@ -51,7 +51,7 @@ def test_nothing_is_checked_when_no_candidate_crashed():
 
 def test_a_case_where_the_reference_broke_the_context_is_unsafe_without_another_run():
     """SKIPPED naming a case: the original crashed there as the reference, before the candidate
-    was compared (fused_rotary_embedding, H100 session 5). A twin whose reference crashes counts
+    was compared (fused_rotary_embedding, H100, 2026-11-23). A twin whose reference crashes counts
     as the original crashing too."""
     cands = [Candidate(f"x = {i}\n", "rules:t") for i in range(3)]
     verified = {cands[0].hash: _result(Status.SKIPPED, "perf-01"),
@@ -83,7 +83,7 @@ def _mismatch(case_id, cheat=None):
 
 
 def test_a_case_where_the_original_does_not_reproduce_itself_is_unsafe():
-    """attention_kernel (H100, session 7): the perf script launches 64-row tiles on 16-row
+    """attention_kernel (H100, 2026-11-23): the perf script launches 64-row tiles on 16-row
     tensors, so the original reads and writes past them and every candidate "differs" in NaNs
     there. The original, run after itself as a candidate is, differs too: that case is dropped;
     a case where the original reproduces itself keeps the candidate's mismatch."""
@@ -124,7 +124,7 @@ def test_blamed_cases_name_only_where_values_went_wrong():
 
 
 def test_the_twin_runs_the_candidates_sequence_first():
-    """attention_kernel_aligned (H100, session 8): the original fails perf-03 only after the cases
+    """attention_kernel_aligned (H100, 2026-11-23): the original fails perf-03 only after the cases
     before it; alone it reproduces itself. The twin over the whole sequence finds it, and a case
     the sequence passes is settled without another run."""
     cands = [Candidate(f"x = {i}\n", "rules:t") for i in range(2)]

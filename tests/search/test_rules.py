@@ -415,7 +415,7 @@ def test_row_kernels_get_several_rows_per_program_first_when_programs_do_too_lit
 
 
 def test_a_launch_site_pin_a_hidden_caller_broke_comes_back_inside_a_one_config_autotune():
-    """dequantize_matmul (H100 session 11): its test section launches the kernel with no tile
+    """dequantize_matmul (H100, 2026-11-24): its test section launches the kernel with no tile
     sizes, so the launch-site pin failed there; the repair pins the same config inside the
     autotune, leaving every launch as it was. Other errors, and other candidates, get nothing."""
     from tritonforge.analyze import analyze_source

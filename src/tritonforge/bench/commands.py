@@ -211,8 +211,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
     with RunStore(run_dir / "store.sqlite") as store:
         def forget(name: str) -> None:
             """Forget ``name``'s cached work just before it runs again (``run_suite``); its record
-            stays until the re-run stores a new one (session 9 lost three records to a call that
-            ended mid re-run, and got them back only by running them once more)."""
+            stays until the re-run stores a new one (on the H100, forgetting at the start of a call lost
+            three records to a call that ended mid re-run, and got them back only by running them once more)."""
             gone, resumed = forget_for_redo(store, name)
             if resumed:
                 _say(f"--redo {name}: resuming the re-run an earlier call did not finish (same "

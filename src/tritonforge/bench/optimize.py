@@ -137,11 +137,11 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
     ``redo`` names tasks to run again although stored: ``forget(name)`` drops the stored record
     (and its cached evaluations) only when this process starts that task, so a re-run the
     budget never reaches keeps its earlier record. Forgetting them all up front lost four
-    records in sessions 6-8 (H100), each to a call that ended before reaching it.
+    records on the H100 (2026-11-23), each to a call that ended before reaching it.
 
     With ``claim`` (shards sharing the store), a task is run only if ``claim(name)`` says this
     process took it: each shard takes the next task no other has, so one with slow records does
-    not leave the others idle (a fixed split by position did, H100 session 5).
+    not leave the others idle (a fixed split by position did, H100, 2026-11-23).
 
     A record is started only with ``need_s`` seconds left (its per-kernel budget, which covers
     its final check: ``search.budget``): one squeezed into the end of a run would be stored with a search it never had (on the
@@ -150,7 +150,7 @@ def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], ob
     time can be twice its budget) it still starts: a record the call's end cuts stores nothing,
     and the next run resumes it from its cached evaluations and profile (``bench.redo``). Waiting
     for a whole record's wall time instead left 200-240 s of a 585 s call idle in each of three
-    shards (H100 session 11, call 1). Each start leaves an attempt marker; a record finished
+    shards (H100, 2026-11-24). Each start leaves an attempt marker; a record finished
     after an earlier attempt was cut says so in its notes, since its ``wall_s`` counts only the
     attempt that finished.
     """

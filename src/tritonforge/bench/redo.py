@@ -2,7 +2,7 @@
 
 A re-run forgets the record's cached work when it starts (its record stays until the re-run
 stores a new one), so that a harness fix takes effect. A device call can end in the middle of a
-re-run: the autotuned records of H100 session 10 took longer than a 9-minute call, and each
+re-run: the autotuned records on the H100 (2026-11-24) took longer than a 9-minute call, and each
 later ``--redo`` started them from the beginning again, so they could never finish. Here a
 re-run leaves a marker (when it started, and a fingerprint of the engine's source); the next
 ``--redo`` of a record whose re-run never stored a result, with the same engine, forgets only
@@ -55,7 +55,7 @@ def redo_left(store: RunStore, names: list[str], since: float,
     """The records of ``names`` that no run has stored since ``since`` (``time.time()`` when the
     call began): re-runs the call did not reach or did not finish. The suite's own "left" count
     misses those a shard started and the call's end cut, since it counts records not started
-    (H100 session 12: it said "0 left" after two calls whose re-runs were all cut)."""
+    (H100, 2026-11-25: it said "0 left" after two calls whose re-runs were all cut)."""
     left = []
     for name in names:
         stored = store.record_created(record_kind, name)

@@ -5,7 +5,7 @@ any 1.05x speedup is believed. This measures exactly that, per case. With more t
 it is a search round's timing request with every candidate the original itself: a case whose
 copies settle at different levels shows a bias of the harness, not of any candidate
 (matrix_reduction's perf-07 read 0.17, 0.28 and 0.38 ms for different candidates in one request
-and 0.37 ms for both sides of the final check; H100 session 16).
+and 0.37 ms for both sides of the final check; H100, 2026-11-25).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the whole vector at once and reduces with tl.sum: simple, but every row of A is 
 The paper restructured it into a streaming reduction over N (1.74x). TritonForge's rule engine
 proposes the same restructuring (the ``streaming_reduction`` transform, on register/spill hints)
 besides block and launch retuning; on an H100 it verified but was 0.84x, as the original already
-sits near the DRAM roofline there (bench/results/2026-11-23-h100-s6/README.md).
+sits near the DRAM roofline there (H100, 2026-11-23: `tritonforge optimize` of this file).
 """
 
 import torch

@@ -60,7 +60,7 @@ def near_roofline(f: Facts) -> Finding | None:
     if s is not None and s.has_dot and not s.uses_tensor_cores:
         return None
     # Spills make the kernel's own traffic: with the measured roofline too (int8_quantization,
-    # H100 session 7: "87% of the roofline" while spilling 38 KB per thread, 283M local-memory
+    # H100, 2026-11-23: "87% of the roofline" while spilling 38 KB per thread, 283M local-memory
     # sectors, and its search was cut to one round of nothing)
     if f.spill_traffic > 0 or (s is not None and s.spills):
         return None
@@ -128,7 +128,7 @@ def outside_kernels(f: Facts) -> Finding | None:
     ``--clock-control none``, as in the timed run), caches flushed before each replayed pass, as
     the timing flushes the L2 before each call. The case's time is the caller's measurement. Only
     the profiled case is known: others may differ.
-    Seen on the H100 (session 16): matrix_reduction's kernel ran 2.8 us of a 581 us case (its
+    Seen on the H100 (2026-11-25): matrix_reduction's kernel ran 2.8 us of a 581 us case (its
     timed call draws its inputs with torch.randn), max_reduction's 49 of 239 us, and
     dequantize_matmul's 20 of 210 us (the rest is torch.mm)."""
     kernel_us, time_us = f.kernel_us_per_call(), f.time_us

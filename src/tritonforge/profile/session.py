@@ -60,8 +60,7 @@ def ncu_lock_mode() -> str:
     process's kernels interleaved with its replays can only lower the efficiency it measures, so
     the worst case is a kernel not stopped as "near the roofline". Measured on an H100 with three
     shards: under 'exclusive' a record's profile phase queued 35-69 s for the lock against
-    20-28 s of profiling itself (session 15; attention_fwd_triton3 61 of 89 s, session 16 call
-    1); under 'shared', max_reduction's profile took 25 s and queued 0 s (session 16 call 2)."""
+    20-28 s of profiling itself (attention_fwd_triton3: 61 of 89 s); under 'shared', max_reduction's profile took 25 s and queued 0 s (H100, 2026-11-25)."""
     value = (os.environ.get(NCU_LOCK_ENV) or "shared").strip().lower()
     if value not in ("exclusive", "shared"):
         raise ConfigError(f"${NCU_LOCK_ENV}={value!r} is not a GPU lock mode",

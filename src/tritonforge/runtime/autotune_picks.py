@@ -3,7 +3,7 @@
 An autotuned kernel picks its config on the first call with each key, in each process, by timing
 every config; which config wins can differ between two processes (and, where the key leaves out
 a size that varies, with the order the sizes come in). A verdict on a change to such a kernel then
-depends on those picks as much as on the change (bmm_chunk_bwd, H100 session 9: the same four
+depends on those picks as much as on the change (bmm_chunk_bwd, H100, 2026-11-23: the same four
 candidates 1.14x faster in two calls and up to 121% slower on one case in a third;
 chunk_cumsum_kernel's original 2.21 ms on its largest case in one process and 1.19 ms in another).
 The timing worker writes the picks into the evaluation's notes so that a run store shows them.

@@ -59,7 +59,7 @@ def _rss_bytes(pid: int) -> int:
     """The worker's own resident memory: anonymous pages plus shared memory, not the file-backed
     pages it maps. Memory-mapped performance inputs (``runtime.perf_inputs``) are page cache the
     kernel can drop at any time; counting them (as ``statm``'s resident field does) killed
-    destindex_copy's timing worker "over 16 GiB" with 8 GiB of its own (H100, session 9)."""
+    destindex_copy's timing worker "over 16 GiB" with 8 GiB of its own (H100, 2026-11-23)."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             fields = dict(line.split(":", 1) for line in fh if ":" in line)

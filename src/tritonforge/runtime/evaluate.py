@@ -112,7 +112,7 @@ def _timing_order(cases: list[Case], case_ids: tuple[str, ...] | None) -> list[C
     A variant far slower than the reference on one case is not timed on the later ones
     (``far_slower``), so the order decides what the search learns of it. The search names its
     longest cases first (``search.loop.representative_cases``); timed in the task's order, the
-    quickest came first: on the H100 (session 19) a dequantize_rowwise config 4.4x faster on the
+    quickest came first: on the H100 (2026-11-25) a dequantize_rowwise config 4.4x faster on the
     long cases read 2.1x slower on a 4 us launch-bound case during a burst of host noise, was
     dropped there, and was never timed where it gains, so it could not reach the final check and
     its size dispatch (``search.output``), which are what judge a size it loses on."""
@@ -223,7 +223,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 break
             if len(states) > 1 and all(s is reference for s in timed):
                 # candidates came, and none is left on this case: the reference timed alone
-                # judges nothing (attention_kernel_aligned, H100 session 16: a final check whose
+                # judges nothing (attention_kernel_aligned, H100, 2026-11-25: a final check whose
                 # best failed verification went on to time the original alone, under the
                 # exclusive lock, before checking again)
                 continue
@@ -334,7 +334,7 @@ def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
 # The recheck's fresh seed, drawn once per worker process rather than once per candidate. A
 # TritonBench-G performance script builds every size at once on the host, so each new seed meant
 # rebuilding (and writing to the run's input cache) all of them: destindex_copy's 22 sizes took
-# 75-88 s per candidate's verification on an H100 (session 8, call 1), most of it that rebuild.
+# 75-88 s per candidate's verification on an H100 (2026-11-23), most of it that rebuild.
 # The seed is still one no test section or spec uses and that no candidate's author can know
 # (drawn at random when the worker starts); the candidates a worker checks share it, so the
 # inputs are built once per worker.
@@ -345,7 +345,7 @@ def _unverified(states: list[_State], culprit: _State, failure: Failure,
                 verify: bool) -> list[_State]:
     """After ``culprit`` broke the CUDA context before verification was done, every other
     candidate that has no failure yet is marked SKIPPED: it was never compared, and "OK" would
-    say it was. (The H100 run of session 5 reported fused_rotary_embedding's candidates OK after
+    say it was. (An H100 run of 2026-11-23 reported fused_rotary_embedding's candidates OK after
     the ORIGINAL hit an illegal memory access in their verification runs.) The reference keeps
     its status: it is not judged here. The failure names the case, so the caller can tell a case
     the original cannot run."""

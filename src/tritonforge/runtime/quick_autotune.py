@@ -4,14 +4,14 @@
 with do_bench (25 ms of warm-up and 100 ms of repetitions each). A verification request only
 needs the variant to compute its result with *some* config the autotuner could pick, yet it paid
 for the full benchmark of every config, for every key, in each of the verification workers that
-share the GPU: in H100 session 10 three autotuned records (int4_matmul, max_reduction,
+share the GPU: on the H100 (2026-11-24) three autotuned records (int4_matmul, max_reduction,
 bmm_chunk_bwd) spent their whole nine-minute call without finishing one record. Here the
 autotuners of a verification request's modules run each config twice (compile, then one timed
 run) and pick the quickest.
 
 The search's timing requests autotune with a short but real benchmark (``short_bench``: do_bench
 with ``rep_ms`` of repetitions and a fifth of that as warm-up, in place of 25 + 100 ms per config):
-the incumbent and every candidate are re-tuned on each key in every round, and in H100 session 14
+the incumbent and every candidate are re-tuned on each key in every round, and on the H100 (2026-11-25)
 one round of max_reduction (7 variants of 11-19 configs on 4 keys) held the exclusive GPU lock for
 272 s while three shards waited. A short benchmark still times each config and picks the quickest;
 both sides of a comparison are tuned the same way. The final check (``TimingPlan.autotune_rep_ms``

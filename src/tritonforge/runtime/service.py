@@ -172,7 +172,7 @@ class PrestartedEvaluators:
 
     A final check runs in a process that never saw a candidate; it need not be one started at
     that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
-    final check on the H100 (python, torch, CUDA; sessions 17-18), and a record may run several.
+    final check on the H100 (python, torch, CUDA; 2026-11-25), and a record may run several.
     ``prestart()`` starts one in a background thread (the optimizer calls it as a record
     begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
     disturb it; under shards it takes the GPU lock as untimed work does); a call
@@ -311,8 +311,8 @@ class Evaluator:
         its 7 variants held the exclusive lock 272 s, most of it compiling, while two other shards
         waited; under the shared lock, its compile pass still held that lock 4 minutes, 53-123 s a
         variant on its largest case, and a waiting exclusive request held every other shard back
-        (H100 session 14). Verification compiles too: int4_matmul's verification requests held
-        the shared lock 1-2 minutes each, and another shard's timing waited behind them (call 6).
+        (H100, 2026-11-25). Verification compiles too: int4_matmul's verification requests held
+        the shared lock 1-2 minutes each, and another shard's timing waited behind them.
         Best effort: a variant that fails here fails again, as a result, in the request itself.
 
         Except a candidate whose compile made no progress for the worker's timeout: it would

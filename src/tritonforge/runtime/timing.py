@@ -116,7 +116,7 @@ class _Pacer:
     sample, in one of two regimes: the GPU is ahead (the events see the kernels alone) or it
     waits for the host (they see the wrapper's Python). The same original then read 4.3 us in
     one evaluation and 13.3 us in the next, or 5.8 us against itself at 451 us
-    (fast_rms_layernorm, H100 session 10). Here a GPU sleep longer than the call's host side
+    (fast_rms_layernorm, H100, 2026-11-24). Here a GPU sleep longer than the call's host side
     goes before the start event, so the events see the GPU's work alone; the host side is timed
     on its own, each call after a synchronisation (a wrapper that synchronises inside pays for
     its own kernels, as it would in use); and a sample is the longer of the two: a call costs
@@ -167,7 +167,7 @@ def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) ->
     calls timed one by one. The estimate can drop a variant (``TimingPlan.abandon_slower``):
     one hiccup in a mean of three once read 0.44 ms for a 0.016 ms call (add_example, H100,
     2026-11-23), and estimates taken before the warm-up read 0.095-0.71 ms for 5 us calls and
-    dropped every candidate of l2_norm_bwd as "138x slower" (H100 session 10): the first calls
+    dropped every candidate of l2_norm_bwd as "138x slower" (H100, 2026-11-24): the first calls
     on a new case pay for allocations and cold caches. A slow call (``warmup_ms`` or more) is
     its own estimate.
     """
@@ -185,7 +185,7 @@ def _estimate_ms(fn: Callable[[], object], flush: _Flusher, warmup_ms: float) ->
 
 def confirm_calls(estimate_ms: float, plan: "TimingPlan") -> int:
     """Calls that confirm a variant hopeless before it is dropped: 3 to 15, fewer for slow calls
-    (a 350 ms call 8x slower than its reference cost 29 s of a search round when fully timed)."""
+    (a 350 ms call, 8x slower than its reference, cost 29 s of a search round when fully timed)."""
     return max(3, min(15, int(4 * plan.round_ms / max(estimate_ms, 1e-3))))
 
 
@@ -284,7 +284,7 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         # of a millisecond or more: below that a call timed alone lands in the host-bound or
         # the GPU-bound regime as a whole (an estimate of 0.71 ms for a 5 us call vetoed every
         # l2_norm_bwd candidate as up to 138x slower; 15 confirming calls of the same file
-        # read 76 us where the file itself, timed in turns, read 38 us: H100 session 10), and
+        # read 76 us where the file itself, timed in turns, read 38 us: H100, 2026-11-24), and
         # such calls are cheap to time in full anyway.
         ref = estimates[names[0]]
         limit = 3 * max(plan.abandon_slower, 1.0) * ref

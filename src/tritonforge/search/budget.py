@@ -2,14 +2,14 @@
 
 The search's budget used to buy rounds only: the final check (a new worker, every case verified,
 every performance case timed for the original and the best) ran after it, unbudgeted. On the H100
-(session 18, one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
+(2026-11-25, one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
 final check, so a whole run's median wall could not come under its per-kernel budget. The loop now
 starts a round only if that round and this estimate both fit (``search.loop``).
 
 The estimate has two parts:
 - ``FINAL_FIXED_S``: starting the worker, importing both files, running and verifying every case.
   Measured on the H100: 5-6 s to start the worker, 6 s to import, 9-10 s to run and verify 19 cases
-  (rope_embedding, fifth_order_sph_harmonics; sessions 17-18).
+  (rope_embedding, fifth_order_sph_harmonics; 2026-11-25).
 - the timing: what ``runtime.timing`` spends on each performance case for two variants, from the
   original's per-call time and the final check's timing plan, scaled by what the search's own
   timing requests cost against the same model (L2 flushes, host work and launches are not in the
@@ -29,7 +29,7 @@ from ..runtime.timing import TimingPlan
 FINAL_FIXED_S = 20.0
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 # before any timing was measured (round 1 verified nothing): the middle of the ratios 11 records
-# showed on the H100, 2.7-12 (session 18, calls 1-3, reckoned offline from their phase times)
+# showed on the H100 (2026-11-25), 2.7-12
 DEFAULT_RATIO = 5.0
 
 

@@ -1,7 +1,7 @@
 """Size dispatch: two verified versions of one file, each used where it is faster, chosen by a
 plain Python test on a size at the launch.
 
-The search often finds a config that is faster overall but slower on one size (H100, session 5:
+The search often finds a config that is faster overall but slower on one size (H100, 2026-11-23:
 mean_reduction BLOCK_N 8 -> 256 4.5x on the search's cases, one 6 us case 14% slower in the final
 sweep; cosine_compute num_warps 4 -> 16 2.9x, one case 5.5% slower). ``@triton.autotune`` over both
 configs lets each size take its faster one, but its per-call dispatch on the host costs more than a
@@ -28,7 +28,7 @@ How it is built, all from the source and measurements the loop already has:
 The dispatched file is then a candidate like any other: the final check verifies and times it
 against the original on every case before it is kept.
 
-A candidate that changes a kernel's body (loop pipelining: int4_matmul, H100 session 6, 1.04x
+A candidate that changes a kernel's body (loop pipelining: int4_matmul, H100, 2026-11-23, 1.04x
 overall and one case 15% slower) first goes through ``twin_kernels``: the changed kernel is kept
 beside the original under another name (``matmul_kernel__tf_candidate``), so the two files differ
 only in which kernel the host launches, and the steps above apply as they are.

@@ -7,7 +7,7 @@ twelve configs, every one TILE_K=32 and num_warps=4). The range extension of
 several at once: a K tile of 64 with 128-wide M/N tiles, 8 warps and 3-4 stages. Appended to
 bmm_optimized's list, eight such configs measured ~1.05-1.1x on an H100 in an earlier run whose
 exact list was lost; ``HOPPER_TILES``, a reconstruction of it, made bmm_optimized 1.094x faster
-in the fresh-process final check (H100, session 14).
+in the fresh-process final check (H100, 2026-11-25).
 
 ``gemm_tiles`` tells the tiles apart by a shape inference (``search.resources.estimate``) with a
 distinct sentinel value per tile constexpr: the operands of every ``tl.dot`` are then

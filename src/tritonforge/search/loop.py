@@ -240,14 +240,14 @@ class Optimizer(OutputStage):
         Mismatches: attention_kernel's perf script launches BLOCK_M=64 tiles on 16-row tensors
         with no boundary checks, so the original reads and writes past its tensors; every
         candidate, num_stages changes included, then "differed" in NaNs on those cases (H100,
-        session 7). The original run as its own candidate is the test: a case where it does not
+        2026-11-23). The original run as its own candidate is the test: a case where it does not
         reproduce itself has no reference result. Every other failure stays the candidate's.
         The twin runs only when a failed candidate blames a case: over the candidates' whole
         sequence of cases first, then alone on each blamed case the sequence did not reach (at
         most ``TWIN_CHECKS_PER_ROUND`` per round); each verdict is remembered for the search.
         """
         # SKIPPED with a case: the original itself broke the context there, before the candidate
-        # was compared (fused_rotary_embedding, H100 session 5): that case cannot judge anything
+        # was compared (fused_rotary_embedding, H100, 2026-11-23): that case cannot judge anything
         unsafe = {verified[c.hash].failure.case_id for c in cands
                   if verified[c.hash].status is Status.SKIPPED and verified[c.hash].failure is not None
                   and verified[c.hash].failure.case_id in case_ids}
@@ -262,7 +262,7 @@ class Optimizer(OutputStage):
             return unsafe
         # First the twin over the candidates' whole sequence of cases: what memory an undefined
         # original reads or clobbers depends on what ran before it (attention_kernel_aligned,
-        # H100 session 8: every candidate failed perf-03 after the cases before it, while the
+        # H100, 2026-11-23: every candidate failed perf-03 after the cases before it, while the
         # twin on perf-03 alone reproduced itself). Every case it fails on is unsafe.
         seq = self._twin(task, original, case_ids)
         for cid in twin_blamed(seq) & set(case_ids):
@@ -706,7 +706,7 @@ def _sliver_retimed(profile: Profile | None, incumbent: VariantResult) -> str | 
     quarter or more of it, though the diagnosis (on the stored baseline time) found them a
     sliver; None otherwise. One stored time can be an outlier: apply_penalty's perf-06 read
     46.7 us in the baseline sweep beside 4.8-20.4 us for its other sizes, which put its 4.1 us
-    kernel at 9% of the case and cut its search to one round (H100 session 17)."""
+    kernel at 9% of the case and cut its search to one round (H100, 2026-11-25)."""
     from ..profile.diagnose import Thresholds, kernel_share
 
     if profile is None or profile.case_id is None:

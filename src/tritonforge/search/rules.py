@@ -89,8 +89,8 @@ def repeat_what_paid(moves: list[Move], history: tuple[HistoryEntry, ...]) -> li
     another launch site, pipelining beside num_stages) is a new candidate on the new incumbent,
     under the same description as long as its knob did not move, and without this it waits its
     ordinary turn. max_reduction's round 1 took num_warps 4 -> 8 at launch 1 (1.063x) over the
-    same at launch 0 (1.041x), and its budget ran out before the two were ever combined (H100
-    session 11)."""
+    same at launch 0 (1.041x), and its budget ran out before the two were ever combined (H100,
+    2026-11-24)."""
     paid: dict[str, float] = {}
     for h in history:
         if h.status is Status.OK and h.speedup is not None and h.speedup >= PAID_OFF:
@@ -353,7 +353,7 @@ class RuleProposer:
         profiled performance case; a launch site of any other kernel is ranked down
         (``COLD_SITE_PENALTY``), not dropped, since other cases may launch it (max_reduction's
         file has three kernels and its perf script times one: five of six candidates moved the
-        other two, H100 session 9). ``picks``: kernel -> the config its autotuner chose on the
+        other two, H100, 2026-11-23). ``picks``: kernel -> the config its autotuner chose on the
         profiled case (``autotune_picks_of``), which ``autotune_pin`` may pin."""
         from ..analyze import analyze_source
         from ..transforms import get as get_transform
@@ -493,7 +493,7 @@ class RuleProposer:
 
     def repair(self, request: RepairRequest) -> Candidate | None:
         """A launch-site pin that a caller this source does not show broke (its launches pass
-        no tile sizes: dequantize_matmul's test section, H100 session 11) comes back as the
+        no tile sizes: dequantize_matmul's test section, H100, 2026-11-24) comes back as the
         same config pinned inside a one-config ``@triton.autotune``, which every caller takes.
         Other repairs are literal edits in ``search.repair``, tried before any proposer's."""
         from ..analyze import analyze_source

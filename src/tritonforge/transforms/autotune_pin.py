@@ -1,9 +1,9 @@
 """Replace a kernel's ``@triton.autotune`` by one config passed at each of its launches.
 
 An autotuner times every config on the first call with each key, in each process, and then costs
-host time on every call to find its pick: +75% to +291% on 4-6 us cases (H100, sessions 4-5).
+host time on every call to find its pick: +75% to +291% on 4-6 us cases (H100, 2026-11-23).
 Its pick can also differ between two processes; bmm_chunk_bwd's verdicts followed those picks
-(H100, session 9). Pinning the config it picked on the case that weighs most gives the same
+(H100, 2026-11-23). Pinning the config it picked on the case that weighs most gives the same
 kernel without either cost, for the search and the arbiter to judge; the size dispatch can
 still join it with the original where another size wants another config.
 
@@ -14,7 +14,7 @@ undo the benchmark runs, and ``prune_configs_by`` only narrows them. A user ``pr
 ``keep_decorator=True`` pins differently: the autotune stays, listing only that config (one
 config is never benchmarked), and no launch changes. Launches this source does not show (a test
 section, another module) then keep working; the launch-site pin broke dequantize_matmul's test
-section, whose launches pass no tile sizes (H100 session 11). The autotuner's per-call host
+section, whose launches pass no tile sizes (H100, 2026-11-24). The autotuner's per-call host
 cost stays, so this is the repair for such a failure, not the first move.
 """
 

@@ -72,7 +72,7 @@ def widen(existing: Iterable[ConfigSpec], limit: int, stages: bool = True) -> li
     none equal to an existing one, at most ``limit``. ``stages=False`` (a kernel with no loop:
     num_stages only pipelines loops, so such configs compile to the same code, each once more
     per key) keeps num_stages as it is: max_reduction's widened list had 11 configs, 4 of them
-    num_stages twins, and each config compiled anew for every size (H100 session 14)."""
+    num_stages twins, and each config compiled anew for every size (H100, 2026-11-25)."""
     have = list(existing)
     new: list[ConfigSpec] = []
     steps = (lambda w, s: (w * 2, s), lambda w, s: (w, s + 1),

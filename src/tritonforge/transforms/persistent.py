@@ -8,7 +8,7 @@
 K, the programs per SM, defaults to 32 warps' worth of the launch's programs (32 // num_warps:
 8 for 4 warps). One program per SM left a memory-bound row kernel with 4 warps per SM, a sixteenth
 of what an H100 SM can keep in flight: dequantize_rowwise's persistent grid ran 371% slower on
-its largest case and l2_norm_bwd's lost 235% on its smallest (H100, sessions 7 and 8).
+its largest case and l2_norm_bwd's lost 235% on its smallest (H100, 2026-11-23).
 ``programs_per_sm`` sets K. The SM count is read once per device and kept: the per-launch query
 cost microseconds, as much as a small kernel's whole run.
 

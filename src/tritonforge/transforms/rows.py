@@ -11,7 +11,7 @@
 
 A row kernel launched over many short rows spends its time starting programs and waiting on one
 small load each: dequantize_rowwise reads and writes 192 MB in 0.32 ms on an H100, about five
-times its DRAM roofline, with one 128-byte row per program (session 9). Here the row index
+times its DRAM roofline, with one 128-byte row per program (H100, 2026-11-23). Here the row index
 becomes a column of ``R`` rows, so every value computed from it gains a leading axis of ``R`` and
 broadcasts against the row's 1-D tiles (Triton broadcasts like numpy): the same code, ``R`` rows
 at once. Loads and stores through a row-dependent pointer get the row's validity in their mask

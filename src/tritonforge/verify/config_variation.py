@@ -5,7 +5,7 @@ that process, and configs can round differently: a split-K GEMM that adds fp16 p
 with atomics differs from the one-pass config in the last bits of many elements. A candidate
 that fixes one of the original's own configs (``autotune_pin``), or an original whose pick
 changed between processes, then "mismatches" by rounding alone: int4_matmul's pinned and
-pipelined candidates were refused this way on the H100 (session 11) once verification workers
+pipelined candidates were refused this way on the H100 (2026-11-24) once verification workers
 picked configs cheaply (``runtime.quick_autotune``), where the original had picked the one-pass
 config and the candidates ran split-K.
 

@@ -432,7 +432,7 @@ class _Verifier:
             for c in self.cheats.values():
                 exc.add_note(f"tritonforge verify, before the error: cheat {c.one_line()}")
             # where it failed, for the caller's record (a crash with no case cannot be checked
-            # against the original's own run: apply_penalty, H100 session 8)
+            # against the original's own run: apply_penalty, H100, 2026-11-23)
             try:
                 exc.tritonforge_where = (case.id, seed)  # type: ignore[attr-defined]
             except (AttributeError, TypeError):   # pragma: no cover - an exception without a dict

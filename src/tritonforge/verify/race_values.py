@@ -4,8 +4,8 @@ A racing original (a scatter where several programs write the same destination, 
 TritonBench-G's destindex_copy, whose DestLoc repeats indices) leaves at each contested
 element whichever write landed last. Two runs of it differ on a few dozen elements; a candidate
 that changes the launch (num_warps, the grid) changes which write tends to win, and then
-differs from the reference run on more elements than the original's own runs do: H100
-session 11 refused four such destindex_copy candidates on 120-184 differing elements against a
+differs from the reference run on more elements than the original's own runs do: on the H100
+(2026-11-24) the verifier refused four such destindex_copy candidates on 120-184 differing elements against a
 bound of 134. Counting is the wrong test for a race; the right one is per element: every
 element where the candidate differs from the reference run must hold, within tolerance, a value
 that one of the original's own runs left at that same element. A value no run of the original
