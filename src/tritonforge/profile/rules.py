@@ -15,7 +15,7 @@ import math
 import re
 
 from ..model import Bound, CompileStats, Hint
-from .diagnose import Facts, Finding
+from .facts import Facts, Finding
 from .limits import estimate_occupancy
 from .metrics import stall_shares
 

@@ -26,11 +26,13 @@ import logging
 import os
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from ..errors import EnvironmentProblem, SourceFileError
 from ..model import CompileStats
+from .compile_child import compile_in_child
 from .limits import check_limits, limits_for
 from .ptx import cuobjdump_registers, mma_kind, run_ptxas, widest_global_access
 
@@ -316,9 +318,6 @@ def compile_many(requests: list[CompileRequest], *, isolate: bool | None = None,
     that many child processes at once, each taking every ``workers``-th request. Results come
     back in the order of ``requests``."""
     if workers > 1 and len(requests) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from ._isolated import compile_in_child
         n = min(workers, len(requests))
         slices = [requests[i::n] for i in range(n)]
         with ThreadPoolExecutor(max_workers=n) as pool:
@@ -328,7 +327,6 @@ def compile_many(requests: list[CompileRequest], *, isolate: bool | None = None,
             results[i::n] = part
         return results
     if isolate or (isolate is None and interpreter_active()):
-        from ._isolated import compile_in_child
         return compile_in_child(requests, timeout_s=timeout_s)
     results = []
     for r in requests:

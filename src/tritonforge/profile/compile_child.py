@@ -1,10 +1,12 @@
-"""Compile in a child process with Triton's interpreter off.
+"""Compile in a child process with Triton's interpreter off: the parent's side, and the JSON both
+sides speak.
 
 A process that imported triton with ``TRITON_INTERPRET=1`` (the CPU test setup, the CPU runtime)
 holds interpreter versions of ``tl.sum``, ``tl.cdiv`` and the rest of Triton's library, which the
-real compiler cannot call. The child (``python -m tritonforge.profile._isolated``) starts without
-that variable, reads a JSON list of requests on stdin and writes a JSON list of CompileStats on
-stdout. Constexpr values travel as JSON (numbers, strings, booleans, None, Triton dtypes).
+real compiler cannot call. The child (``python -m tritonforge.profile.compile_child_main``) starts
+without that variable, reads a JSON list of requests on stdin and writes a JSON list of
+CompileStats on stdout. Constexpr values travel as JSON (numbers, strings, booleans, None, Triton
+dtypes). This module imports nothing of ``profile.static``, which calls it.
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ def _encode_value(value: Any) -> Any:
     raise TypeError(f"constexpr value {value!r} cannot be sent to the compile child")
 
 
-def _decode_value(value: Any) -> Any:
+def decode_value(value: Any) -> Any:
     if isinstance(value, dict) and "tl_dtype" in value:
-        import triton.language as tl
+        import triton.language as tl   # only the child decodes dtypes: the parent needs no triton
         return tl.dtype(value["tl_dtype"])
     if isinstance(value, dict) and "tuple" in value:
-        return tuple(_decode_value(v) for v in value["tuple"])
+        return tuple(decode_value(v) for v in value["tuple"])
     return value
 
 
@@ -58,7 +60,7 @@ def stats_to_json(s: CompileStats) -> dict:
 
 def stats_from_json(d: dict) -> CompileStats:
     d = dict(d)
-    d["constexprs"] = tuple((k, _decode_value(v)) for k, v in d.get("constexprs", []))
+    d["constexprs"] = tuple((k, decode_value(v)) for k, v in d.get("constexprs", []))
     d["warnings"] = tuple(d.get("warnings", ()))
     known = {f.name for f in dataclasses.fields(CompileStats)}
     return CompileStats(**{k: v for k, v in d.items() if k in known})
@@ -69,7 +71,7 @@ def compile_in_child(requests: list, timeout_s: float = 600.0) -> list[CompileSt
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     payload = json.dumps([encode_request(r) for r in requests])
     try:
-        done = subprocess.run([sys.executable, "-m", "tritonforge.profile._isolated"],
+        done = subprocess.run([sys.executable, "-m", "tritonforge.profile.compile_child_main"],
                               input=payload, capture_output=True, text=True, env=env,
                               timeout=timeout_s)
         if done.returncode != 0:
@@ -79,28 +81,3 @@ def compile_in_child(requests: list, timeout_s: float = 600.0) -> list[CompileSt
         return [CompileStats(kernel=r.kernel_name, target=f"{r.target[0]}:{r.target[1]}",
                              num_warps=r.num_warps, num_stages=r.num_stages,
                              error=f"compile child failed: {exc}") for r in requests]
-
-
-def _main() -> int:
-    from .static import KernelSignature, compile_loaded, load_kernel
-
-    results = []
-    for d in json.loads(sys.stdin.read()):
-        sig = KernelSignature(tuple(tuple(t) for t in d["types"]),
-                              tuple((k, _decode_value(v)) for k, v in d["constexprs"]),
-                              tuple(d["divisible_by_16"]))
-        try:
-            fn = load_kernel(d["source_path"], d["kernel_name"])
-            stats = compile_loaded(fn, sig, d["num_warps"], d["num_stages"], tuple(d["target"]),
-                                   {k: _decode_value(v) for k, v in d["options"]})
-        except Exception as exc:  # noqa: BLE001 - report, never crash the batch
-            stats = CompileStats(kernel=d["kernel_name"], target=f"{d['target'][0]}:{d['target'][1]}",
-                                 num_warps=d["num_warps"], num_stages=d["num_stages"],
-                                 error=f"{type(exc).__name__}: {exc}")
-        results.append(stats_to_json(stats))
-    sys.stdout.write("\n" + json.dumps(results) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
