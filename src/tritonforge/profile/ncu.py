@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import glob
+import importlib.util
 import json
 import logging
 import os
@@ -234,7 +235,6 @@ def ncu_report_paths() -> list[str]:
 
 def ncu_report_available() -> bool:
     """Whether some Python here can import ncu_report (checked without importing it)."""
-    import importlib.util
     return bool(ncu_report_paths()) or importlib.util.find_spec("ncu_report") is not None
 
 

@@ -76,7 +76,7 @@ def parse_ptxas_log(log_text: str) -> PtxasReport:
 
 def _ptxas_path(arch: int) -> str | None:
     try:
-        from triton import knobs
+        from triton import knobs   # optional: without triton, no ptxas path from it
         tool = knobs.nvidia.ptxas_blackwell if arch >= 100 else knobs.nvidia.ptxas
         return tool.path
     except Exception as exc:  # noqa: BLE001 - any failure means "no ptxas"

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import EnvironmentProblem
 from ..model import Bound, Roofline
 
 log = logging.getLogger(__name__)
@@ -115,10 +116,9 @@ def _median_ms(torch: Any, fn: Callable[[], Any], warmup: int, reps: int) -> flo
 def measure_peaks(device: Any = None, *, refresh: bool = False, path: Path | None = None,
                   copy_bytes: int = 1 << 30, matmul_n: int = 8192) -> Peaks:
     """Measured peaks of ``device`` (a torch device or index), from the cache when present."""
-    import torch
+    import torch   # profile is importable without torch; measuring peaks needs it
 
     if not torch.cuda.is_available():
-        from ..errors import EnvironmentProblem
         raise EnvironmentProblem("measuring peaks needs a CUDA GPU and none is visible",
                                  hint="run on the GPU machine, or place kernels with given Peaks")
     dev = torch.device("cuda", torch.cuda.current_device() if device is None else

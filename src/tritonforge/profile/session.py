@@ -30,20 +30,24 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..analyze import analyze_source
 from ..config import Settings
 from ..errors import ConfigError, InputError
 from ..model import CaseRole, CompileStats, Profile, Task
 from ..model.serialize import dumps
-from ..runtime.service import gpu_lock, lock_mode
+from ..runtime.perf_inputs import ENV_DIR
+from ..runtime.service import Evaluator, gpu_lock, lock_mode, original_variant, resolve_device
+from ..runtime.standalone import TensorInfo, Unsupported, read_capture
 from ..store import RunStore
 from .accounting import call_work, compute_kind
 from .build import build_profile
 from .ncu import NcuRequest, NcuResult, profile_with_ncu
-from .roofline import Peaks, place
+from .roofline import Peaks, load_cached, place
 from .static import DEFAULT_TARGET, CompileRequest, TensorArg, compile_many, load_kernel, signature_from_args
 
 log = logging.getLogger(__name__)
@@ -130,12 +134,11 @@ def stored_times(store: RunStore, task: Task) -> dict[str, float]:
 
 
 def _decode_arg(value: Any) -> Any:
-    from ..runtime.standalone import TensorInfo, Unsupported
 
     if isinstance(value, TensorInfo):
         return TensorArg(value.dtype, value.aligned)
     if isinstance(value, dict) and "tl_dtype" in value:
-        import triton.language as tl
+        import triton.language as tl   # triton is optional in profile: only a dtype needs it
         return tl.dtype(value["tl_dtype"])
     if isinstance(value, tuple):
         return tuple(_decode_arg(v) for v in value)
@@ -174,7 +177,6 @@ def launch_requests(launches: Sequence[Any], arch: int) -> tuple[list[CompileReq
 def _child_env(device: str, perf_inputs_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     if perf_inputs_dir is not None:
-        from ..runtime.perf_inputs import ENV_DIR
 
         env[ENV_DIR] = str(perf_inputs_dir)
     if device == "cpu":
@@ -222,9 +224,7 @@ def cached_peaks() -> Peaks | None:
     """The peaks cached for this machine's GPU and torch, read in the driver: no child process
     (a CUDA start-up) and no exclusive GPU lock (which queues behind every other shard's
     timing) when they were measured before; None on a miss, or when the GPU cannot be named."""
-    from importlib.metadata import PackageNotFoundError, version
 
-    from .roofline import load_cached
 
     gpu = _visible_gpu_name()
     try:
@@ -255,7 +255,6 @@ def measure_peaks_isolated(timeout_s: float = 300.0) -> tuple[Peaks | None, str 
 def _time_cases(task: Task, settings: Settings, run_dir: Path, store: RunStore,
                 case_id: str | None) -> tuple[dict[str, float], dict[str, str], Any]:
     """Time the asked case (or every performance case) of the original on the GPU."""
-    from ..runtime.service import Evaluator, original_variant
 
     if case_id is not None:     # time it whatever its role: the evaluator times performance cases
         task = replace(task, cases=tuple(replace(c, role=CaseRole.PERFORMANCE) if c.id == case_id
@@ -279,9 +278,6 @@ def _time_cases(task: Task, settings: Settings, run_dir: Path, store: RunStore,
 def profile_task(task: Task, settings: Settings, options: ProfileOptions = ProfileOptions(),
                  progress: Callable[[str], None] = lambda s: None) -> ProfileOutcome:
     """Profile one case of ``task`` (see the module docstring); never raises for a failing kernel."""
-    from ..analyze import analyze_source
-    from ..runtime.service import resolve_device
-    from ..runtime.standalone import read_capture
 
     started = time.monotonic()
     run_dir = Path(settings.run_dir)

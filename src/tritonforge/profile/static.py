@@ -15,6 +15,10 @@ config for a target (sm_90 by default; any CUDA target the installed Triton supp
 Configs that cannot launch on the device (shared memory or registers over its limits) are flagged
 in ``CompileStats.warnings`` by ``check_limits``. A compile failure is data (``CompileStats.error``),
 never an exception: a search wants to score it and go on.
+
+Triton is imported inside the functions that use it: the profile package stays importable where
+triton is not (reading ncu reports, rendering a stored profile), and ``compile_loaded`` then says
+what is missing (``EnvironmentProblem``).
 """
 
 from __future__ import annotations
