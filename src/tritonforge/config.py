@@ -3,7 +3,9 @@
 The config file is TOML (``tritonforge.toml`` in the working directory, or ``--config PATH``) with
 the same keys as ``Settings``'s fields, e.g. ``case_timeout_s = 120``. Environment variables are
 ``TRITONFORGE_<FIELD>`` in upper case (``TRITONFORGE_DEVICE=cpu``). Settings are frozen: parts
-receive them, never change them.
+receive them, never change them. No other module reads a ``TRITONFORGE_*`` variable: code that
+runs without a Settings handed to it (a GPU lock taken deep in a profile, the TritonBench-G data
+folder) asks ``env_settings()``, the same precedence without flags.
 """
 
 from __future__ import annotations
@@ -74,9 +76,32 @@ class Settings:
     llm_repair_attempts: int = 3      # repair turns for a failed candidate (rules first)
     llm_templates_dir: str = ""       # override some prompt templates (others: packaged)
     llm_replay: str = ""              # a transcript.jsonl: answer from it, call no model
+    # The machine's arrangement, usually set by the environment (scripts/gpu_session.sh):
+    gpu_lock: str = ""                # a lock file shared by processes on one GPU ("": one owns it)
+    gpu_lock_scope: str = "timing"    # timing: timed runs and ncu lock; all: untimed GPU runs too
+    ncu_lock: str = "shared"          # the GPU lock an ncu run takes: shared | exclusive
+    progress_log: str = ""            # a file each request's stages are appended to, with the time
+    tritonbench: str = ""             # TritonBench-G data ("": ../shared/tritonbench_g nearby)
+    ncu: str = ""                     # the ncu executable ("": PATH, then the usual folders)
+    cache_dir: str = ""               # measured peaks' cache ("": $XDG_CACHE_HOME/tritonforge)
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
+
+
+GPU_LOCK_SCOPES = ("timing", "all")
+NCU_LOCK_MODES = ("shared", "exclusive")
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a setting: ``TRITONFORGE_<FIELD>``."""
+    return f"TRITONFORGE_{field.upper()}"
+
+
+def env_settings() -> Settings:
+    """Settings from the config file and the environment, for code that runs without Settings
+    handed to it; read anew on each call, so a changed environment is seen."""
+    return load_settings()
 
 
 def _coerce(name: str, raw: Any, target: Any) -> Any:
@@ -123,7 +148,7 @@ def load_settings(
                                   hint="known settings: " + ", ".join(sorted(known)))
             values[key] = raw
     for key in known:
-        env_key = f"TRITONFORGE_{key.upper()}"
+        env_key = env_name(key)
         if env_key in env:
             values[key] = env[env_key]
     for key, raw in (overrides or {}).items():
@@ -133,7 +158,18 @@ def load_settings(
             raise ConfigError(f"unknown setting {key!r}")
         values[key] = raw
     coerced = {k: _coerce(k, v, getattr(base, k)) for k, v in values.items()}
+    for key in ("gpu_lock_scope", "ncu_lock"):        # " Exclusive " and "" read as meant
+        if key in coerced:
+            coerced[key] = coerced[key].strip().lower() or getattr(base, key)
     settings = base.replace(**coerced)
+    if settings.gpu_lock_scope not in GPU_LOCK_SCOPES:
+        raise ConfigError(f"gpu_lock_scope (${env_name('gpu_lock_scope')}) must be timing or all, "
+                          f"not {settings.gpu_lock_scope!r}",
+                          hint="all: untimed GPU runs take the lock shared, for shards of one run")
+    if settings.ncu_lock not in NCU_LOCK_MODES:
+        raise ConfigError(f"ncu_lock (${env_name('ncu_lock')}) must be shared or exclusive, "
+                          f"not {settings.ncu_lock!r}",
+                          hint="exclusive makes an ncu run wait like a timing; shared is the default")
     if settings.profile not in ("auto", "static", "off"):
         raise ConfigError(f"profile must be auto, static or off, not {settings.profile!r}")
     if settings.flush_mode not in FLUSH_MODES:

@@ -107,7 +107,7 @@ def gpu_run(tmp_path_factory):
     mp.setenv("TRITONFORGE_NCU", str(fake))
     mp.setenv("FAKE_NCU_CSV", str(FIXTURES / "h200_sin_basic_raw.csv"))
     mp.setenv("FAKE_NCU_SEEN", str(tmp / "seen.txt"))
-    mp.setattr("tritonforge.runtime.service.resolve_device", lambda setting: "cuda")
+    mp.setattr(session, "resolve_device", lambda setting: "cuda")
     mp.setattr(session, "_time_cases", lambda task, settings, run_dir, store, case_id: (
         {"small": 0.0101}, {}, DeviceInfo("NVIDIA H200 (stand-in)", False, capability="9.0")))
     mp.setattr(session, "measure_peaks_isolated", lambda timeout_s=300.0: (_peaks(), None))
@@ -171,7 +171,7 @@ def test_a_caller_that_timed_the_case_is_not_timed_again(tmp_path):
     mp.setenv("TRITONFORGE_NCU", str(fake))
     mp.setenv("FAKE_NCU_CSV", str(FIXTURES / "h200_sin_basic_raw.csv"))
     mp.setenv("FAKE_NCU_SEEN", str(tmp_path / "seen.txt"))
-    mp.setattr("tritonforge.runtime.service.resolve_device", lambda setting: "cuda")
+    mp.setattr(session, "resolve_device", lambda setting: "cuda")
     mp.setattr(session, "_time_cases", no_timing)
     mp.setattr(session, "measure_peaks_isolated", lambda timeout_s=300.0: (_peaks(), None))
     mp.setattr(session, "_child_env", child_env)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ..config import env_settings
 from ..errors import EnvironmentProblem
 from ..model import KernelProfile, Metric
 from .metrics import METRICS, convert, ncu_metric_names, parse_raw_csv
@@ -77,7 +78,7 @@ class NcuResult:
 
 def find_ncu() -> str | None:
     """The ncu executable: $TRITONFORGE_NCU, PATH, then the usual install folders (newest first)."""
-    explicit = os.environ.get("TRITONFORGE_NCU")
+    explicit = env_settings().ncu
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
     found = shutil.which("ncu")

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from ..config import env_settings
 from ..errors import EnvironmentProblem
 from ..model import Bound, Roofline
 
@@ -58,7 +59,7 @@ class Peaks:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("TRITONFORGE_CACHE_DIR") or os.path.join(
+    base = env_settings().cache_dir or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tritonforge")
     return Path(base) / "peaks.json"
 

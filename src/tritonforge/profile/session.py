@@ -36,12 +36,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..analyze import analyze_source
-from ..config import Settings
-from ..errors import ConfigError, InputError
+from ..config import Settings, env_name, env_settings
+from ..errors import InputError
 from ..model import CaseRole, CompileStats, Profile, Task
 from ..model.serialize import dumps
 from ..runtime.perf_inputs import ENV_DIR
-from ..runtime.service import Evaluator, gpu_lock, lock_mode, original_variant, resolve_device
+from ..runtime.hardware import resolve_device
+from ..runtime.service import Evaluator, gpu_lock, lock_mode, original_variant
 from ..runtime.standalone import TensorInfo, Unsupported, read_capture
 from ..store import RunStore
 from .accounting import call_work, compute_kind
@@ -54,22 +55,19 @@ log = logging.getLogger(__name__)
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 MAX_PROFILED_LAUNCHES = 32      # ncu replays each profiled launch once per metric pass
-NCU_LOCK_ENV = "TRITONFORGE_NCU_LOCK"
+NCU_LOCK_ENV = env_name("ncu_lock")
 
 
-def ncu_lock_mode() -> str:
+def ncu_lock_mode(settings: Settings | None = None) -> str:
     """The GPU lock an Nsight Compute run takes among processes sharing the GPU (shards):
     'shared' by default, beside other shards' verifications but never beside a timing;
     'exclusive' with $TRITONFORGE_NCU_LOCK=exclusive, like timing. A profile is advice: another
     process's kernels interleaved with its replays can only lower the efficiency it measures, so
     the worst case is a kernel not stopped as "near the roofline". Measured on an H100 with three
     shards: under 'exclusive' a record's profile phase queued 35-69 s for the lock against
-    20-28 s of profiling itself (attention_fwd_triton3: 61 of 89 s); under 'shared', max_reduction's profile took 25 s and queued 0 s (H100, 2026-11-25)."""
-    value = (os.environ.get(NCU_LOCK_ENV) or "shared").strip().lower()
-    if value not in ("exclusive", "shared"):
-        raise ConfigError(f"${NCU_LOCK_ENV}={value!r} is not a GPU lock mode",
-                          hint="use 'shared' (the default) or 'exclusive'")
-    return value
+    20-28 s of profiling itself (attention_fwd_triton3: 61 of 89 s); under 'shared',
+    max_reduction's profile took 25 s and queued 0 s (H100, 2026-11-25)."""
+    return (settings or env_settings()).ncu_lock       # checked by config.load_settings
 
 
 @dataclass(frozen=True)

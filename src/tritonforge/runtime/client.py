@@ -23,21 +23,24 @@ import sys
 import time
 from pathlib import Path
 
+from ..config import env_name, env_settings
 from ..errors import WorkerError
 from ..model import DeviceInfo, Evaluation, Failure, Status, VariantResult
 from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
 
 log = logging.getLogger(__name__)
 
-PROGRESS_LOG_ENV = "TRITONFORGE_PROGRESS_LOG"
+PROGRESS_LOG_ENV = env_name("progress_log")          # Settings.progress_log
 
 
-def trace_progress(request: EvaluateRequest, message: Progress | str) -> None:
-    """Append ``message`` with the wall time to the file $TRITONFORGE_PROGRESS_LOG names, when set:
+def trace_progress(request: EvaluateRequest, message: Progress | str, path: str | None = None) -> None:
+    """Append ``message`` with the wall time to the file ``path`` names (default:
+    ``Settings.progress_log`` of ``config.env_settings()``, $TRITONFORGE_PROGRESS_LOG), when set:
     a timeline of every request's stages (which variant compiled, autotuned, verified or was timed
     on which case, and when), to find where a GPU call's minutes went. A line is written
     whole, so several shards may share the file."""
-    path = os.environ.get(PROGRESS_LOG_ENV)
+    if path is None:
+        path = env_settings().progress_log
     if not path:
         return
     if isinstance(message, Progress):
@@ -69,16 +72,6 @@ def _rss_bytes(pid: int) -> int:
             return int(fh.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def cuda_available() -> bool:
-    """True when a CUDA device is visible, asked in a throwaway process (no CUDA init here)."""
-    code = "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"
-    try:
-        return subprocess.run([sys.executable, "-c", code], timeout=120,
-                              capture_output=True).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
 
 
 class Worker:
@@ -192,7 +185,8 @@ class Worker:
             self.start()
         assert self.info is not None
         send(self._to_child, request)
-        trace_progress(request, "sent")
+        trace = env_settings().progress_log     # once per request, not per progress message
+        trace_progress(request, "sent", trace)
         last = Progress("start")
         last_time = time.monotonic()
         while True:
@@ -205,17 +199,17 @@ class Worker:
                 last_time = now
                 if isinstance(message, Progress):
                     if message != last:
-                        trace_progress(request, message)
+                        trace_progress(request, message, trace)
                     last = message
                     continue
                 if isinstance(message, Done):
-                    trace_progress(request, "done")
+                    trace_progress(request, "done", trace)
                     if message.context_broken:
                         self.kill()
                     return message.evaluation
                 continue
             if now - last_time > self.timeout_s:
-                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed")
+                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace)
                 self.kill()
                 return self._death(request, last, Status.TIMEOUT,
                                    f"no progress for {self.timeout_s:.0f} s during "

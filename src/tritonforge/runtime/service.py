@@ -9,52 +9,54 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import logging
-import os
 import threading
 import time as _time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..config import Settings
-from ..errors import EnvironmentProblem
+from ..config import Settings, env_name, env_settings
 from ..model import (
     Evaluation, Failure, Status, Task, Variant, VariantResult, content_hash,
 )
 from ..model.serialize import dumps
 from ..store import RunStore
-from .client import Worker, cuda_available, trace_progress
+from .client import Worker, trace_progress
 from .failures import WORKER_KILLERS
+from .hardware import resolve_device
 from .protocol import EvaluateRequest
 from .timing import TimingPlan
 
 log = logging.getLogger(__name__)
 
 
-GPU_LOCK_ENV = "TRITONFORGE_GPU_LOCK"
-GPU_LOCK_SCOPE_ENV = "TRITONFORGE_GPU_LOCK_SCOPE"
+GPU_LOCK_ENV = env_name("gpu_lock")                 # Settings.gpu_lock
+GPU_LOCK_SCOPE_ENV = env_name("gpu_lock_scope")     # Settings.gpu_lock_scope
 COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
 _lock_depth = threading.local()
 
 
-def gpu_lock_covers_all() -> bool:
-    """True when $TRITONFORGE_GPU_LOCK_SCOPE=all: untimed GPU runs (verification) take the lock
-    shared, so no process's kernels land inside another process's timed samples.
+def gpu_lock_covers_all(settings: Settings | None = None) -> bool:
+    """True when there is a GPU lock and its scope is 'all' (``Settings.gpu_lock``,
+    ``gpu_lock_scope``; default: ``config.env_settings()``): untimed GPU runs (verification) take
+    the lock shared, so no process's kernels land inside another process's timed samples.
 
     Test generation may overlap untimed work with timing (its timings only size the cases); an
     optimization suite run in shards must not (its timings decide what is accepted).
     """
-    return bool(os.environ.get(GPU_LOCK_ENV)) and os.environ.get(GPU_LOCK_SCOPE_ENV) == "all"
+    s = settings or env_settings()
+    return bool(s.gpu_lock) and s.gpu_lock_scope == "all"
 
 
-def lock_mode(gpu: object, timed: bool) -> str | None:
+def lock_mode(gpu: object, timed: bool, settings: Settings | None = None) -> str | None:
     """The lock a GPU run takes: 'exclusive' to time or profile, 'shared' for untimed work when
     the scope is 'all', None when it runs on no GPU or the scope lets it overlap."""
     if not gpu:
         return None
     if timed:
         return "exclusive"
-    return "shared" if gpu_lock_covers_all() else None
+    return "shared" if gpu_lock_covers_all(settings) else None
 
 
 class _BlockedClock:
@@ -99,8 +101,9 @@ def gpu_blocked_s() -> float:
 
 
 @contextlib.contextmanager
-def gpu_lock(mode: str | None) -> Iterator[None]:
-    """Take the file lock named by $TRITONFORGE_GPU_LOCK, when set: a readers-writer lock across
+def gpu_lock(mode: str | None, settings: Settings | None = None) -> Iterator[None]:
+    """Take the file lock ``Settings.gpu_lock`` names ($TRITONFORGE_GPU_LOCK), when set (default:
+    ``config.env_settings()``): a readers-writer lock across
     the processes that share one GPU.
 
     'exclusive' (timing, ncu) waits until no other process runs anything on the GPU under the lock;
@@ -110,12 +113,10 @@ def gpu_lock(mode: str | None) -> Iterator[None]:
     (no upgrade): profiling times its case through an Evaluator while holding the lock.
     Unset (the default), nothing is locked: one process owns the GPU.
     """
-    path = os.environ.get(GPU_LOCK_ENV)
+    path = (settings or env_settings()).gpu_lock
     if mode is None or not path or getattr(_lock_depth, "n", 0):
         yield
         return
-    import fcntl
-
     with open(path, "a") as main, open(path + ".turn", "a") as turn:
         _blocked.change(waiting=1)
         try:
@@ -137,17 +138,6 @@ def gpu_lock(mode: str | None) -> Iterator[None]:
             _lock_depth.n = 0
             fcntl.flock(main, fcntl.LOCK_UN)
             _blocked.change(holding=-1)
-
-
-def resolve_device(setting: str) -> str:
-    """'auto' -> 'cuda' when a GPU is visible, else 'cpu' (the Triton interpreter)."""
-    if setting == "cpu":
-        return "cpu"
-    has_gpu = cuda_available()
-    if setting == "cuda" and not has_gpu:
-        raise EnvironmentProblem("--device cuda was asked for, but no CUDA GPU is visible",
-                                 hint="use --device cpu to run through Triton's interpreter")
-    return "cuda" if has_gpu else "cpu"
 
 
 def timing_plan(settings: Settings) -> TimingPlan:

@@ -16,13 +16,13 @@ Cases of a record's task (BENCHMARK.md):
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import env_settings
 from ..errors import InputError, UnknownBenchmarkError
 from ..model import Case, CaseRole, PerfScriptCall, Task, TestSectionCall
 
@@ -43,7 +43,7 @@ class Record:
 
 def default_data_dir() -> Path | None:
     """Where the TritonBench-G data is: $TRITONFORGE_TRITONBENCH, or ../shared beside a checkout."""
-    env = os.environ.get("TRITONFORGE_TRITONBENCH")
+    env = env_settings().tritonbench
     candidates = [Path(env)] if env else []
     here = Path.cwd()
     candidates += [p / "shared" / "tritonbench_g" for p in (here, *here.parents)]
