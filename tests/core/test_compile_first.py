@@ -1,4 +1,4 @@
-"""Timed requests of shards sharing a GPU compile under the shared lock first (service)."""
+"""Timed requests of shards sharing a GPU compile under the shared lock first (runtime.evaluator)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tritonforge.config import Settings
-from tritonforge.runtime import service
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime import evaluator as evaluator_module
+from tritonforge.runtime.evaluator import Evaluator, original_variant
+from tritonforge.runtime.gpu_lock import GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV
 from tritonforge.tasks.loader import task_from_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src/tritonforge/examples/vector_add.py"
@@ -42,7 +43,7 @@ def evaluator(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             held.pop()
 
-    monkeypatch.setattr(service, "gpu_lock", _Lock)
+    monkeypatch.setattr(evaluator_module, "gpu_lock", _Lock)
     ev = Evaluator(Settings(device="cpu"), tmp_path / "w", device="cuda")
     ev.worker = _Worker(held)
     ev._merge_rejections = lambda task, variants, evaluation, rejected: evaluation
@@ -50,11 +51,11 @@ def evaluator(tmp_path, monkeypatch):
 
 
 def _lock_env(monkeypatch, scope: str | None):
-    monkeypatch.setenv(service.GPU_LOCK_ENV, "/tmp/unused.lock")
+    monkeypatch.setenv(GPU_LOCK_ENV, "/tmp/unused.lock")
     if scope:
-        monkeypatch.setenv(service.GPU_LOCK_SCOPE_ENV, scope)
+        monkeypatch.setenv(GPU_LOCK_SCOPE_ENV, scope)
     else:
-        monkeypatch.delenv(service.GPU_LOCK_SCOPE_ENV, raising=False)
+        monkeypatch.delenv(GPU_LOCK_SCOPE_ENV, raising=False)
 
 
 def test_a_timed_request_of_shards_is_compiled_first_with_no_lock(evaluator, monkeypatch):
@@ -179,7 +180,7 @@ def test_a_candidate_that_hangs_compiling_is_left_out_of_the_locked_request(eval
     hang = _hang_on({"c1"}, task)
     worker.evaluate = lambda request: (worker.requests.append((request, None)) or hang(request)) \
         if request.compile_only else (worker.requests.append((request, "x")) or hang(request))
-    evaluator._merge_rejections = service.Evaluator._merge_rejections.__get__(evaluator)
+    evaluator._merge_rejections = Evaluator._merge_rejections.__get__(evaluator)
     got = evaluator.evaluate(task, variants, purpose="time", time=True)
     passes = [[v.name for v in r.variants] for r, _ in worker.requests if r.compile_only]
     locked = [[v.name for v in r.variants] for r, _ in worker.requests if not r.compile_only]

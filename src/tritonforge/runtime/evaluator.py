@@ -1,0 +1,253 @@
+"""The driver-side facade over the worker: evaluate, remember every result.
+
+``Evaluator.evaluate`` is what every higher part calls. Results are written to the run store
+under a key made of everything that changes them (task, variants, cases, what was asked, timing
+plan, device), so a run that is killed and started again finds what it already did. The device
+comes from ``runtime.hardware`` (resolved once per process), turns on a shared GPU from
+``runtime.gpu_lock``, the plan of a timing from ``runtime.timing_plan``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import Settings
+from ..model import (
+    DeviceInfo, Evaluation, Failure, Status, Task, Variant, VariantResult, content_hash,
+)
+from ..model.serialize import dumps
+from ..store import RunStore
+from ..verify.policy import check_source
+from .client import Worker, trace_progress
+from .failures import WORKER_KILLERS
+from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
+from .hardware import resolve_device
+from .protocol import EvaluateRequest
+from .timing import TimingPlan
+from .timing_plan import timing_plan
+
+log = logging.getLogger(__name__)
+
+COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
+
+
+class PrestartedEvaluators:
+    """Fresh evaluators for final checks, one made and its worker started ahead of need.
+
+    A final check runs in a process that never saw a candidate; it need not be one started at
+    that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
+    final check on the H100 (python, torch, CUDA; 2026-11-25), and a record may run several.
+    ``prestart()`` starts one in a background thread (the optimizer calls it as a record
+    begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
+    disturb it; under shards it takes the GPU lock as untimed work does); a call
+    returns that one once started, or, with none waiting, a new one that starts on first use as
+    before. A start that fails in the background is left to ``Worker.evaluate``, which starts it
+    again and reports its failure as a result."""
+
+    def __init__(self, make: Callable[[], "Evaluator"]):
+        self._make = make
+        self._waiting: tuple["Evaluator", threading.Thread] | None = None
+        self.prestarted = 0                  # evaluators handed out already started
+
+    def prestart(self) -> None:
+        if self._waiting is not None:
+            return
+        evaluator = self._make()
+
+        def start() -> None:
+            try:
+                # as untimed GPU work: never beside another shard's timing (gpu_lock_covers_all)
+                with gpu_lock(lock_mode(evaluator.device == "cuda", False)):
+                    evaluator.worker.start()
+            except Exception as exc:  # noqa: BLE001 - evaluate() starts it again, and says why
+                log.warning("final-check worker did not start ahead of need: %s", exc)
+
+        thread = threading.Thread(target=start, name="final-check prestart", daemon=True)
+        thread.start()
+        self._waiting = (evaluator, thread)
+
+    def wait(self) -> None:
+        """Return once a worker being started ahead of need has started (the optimizer calls
+        this before it times anything, so no CUDA start overlaps a timed call)."""
+        if self._waiting is not None:
+            self._waiting[1].join()
+
+    def _take(self) -> "Evaluator | None":
+        """The evaluator waiting, once its start has ended (None if none waits)."""
+        if self._waiting is None:
+            return None
+        evaluator, thread = self._waiting
+        self._waiting = None
+        thread.join()
+        return evaluator
+
+    def __call__(self) -> "Evaluator":
+        evaluator = self._take()
+        if evaluator is None:
+            return self._make()
+        self.prestarted += 1
+        return evaluator
+
+    def close(self) -> None:
+        """Stop a worker started ahead of a final check that never came."""
+        evaluator = self._take()
+        if evaluator is not None:
+            evaluator.close()
+
+
+def original_variant(task: Task) -> Variant:
+    return Variant("original", task.source, task.source_hash)
+
+
+class Evaluator:
+    """Owns one worker and the store; evaluates (reference, candidates...) requests."""
+
+    def __init__(self, settings: Settings, run_dir: str | Path, store: RunStore | None = None,
+                 device: str | None = None):
+        self.settings = settings
+        self.run_dir = Path(run_dir)
+        self.store = store
+        self.no_compile_pass: set[str] = set()   # tasks whose compile pass killed the worker
+        self.device = device or resolve_device(settings.device)
+        self.worker = Worker(self.device, self.run_dir / "worker",
+                             timeout_s=settings.case_timeout_s,
+                             host_memory_limit_gb=settings.host_memory_limit_gb,
+                             perf_inputs_dir=Path(settings.run_dir) / "perf-inputs")
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request_key(self, request: EvaluateRequest, purpose: str) -> str:
+        parts = [purpose, self.device, request.task.source_hash, dumps(request.task.cases),
+                 ",".join(v.hash for v in request.variants), str(request.case_ids),
+                 str((request.verify, request.time, request.run_cases, request.keep_going)),
+                 dumps(request.timing)]
+        return content_hash("|".join(parts))
+
+    def evaluate(self, task: Task, variants: tuple[Variant, ...], *, purpose: str,
+                 case_ids: tuple[str, ...] | None = None, verify: bool = True,
+                 time: bool = True, keep_going: bool = False, run_cases: bool = True,
+                 plan: TimingPlan | None = None, use_store: bool = True) -> Evaluation:
+        request = EvaluateRequest(task, variants, case_ids, verify, time,
+                                  plan or timing_plan(self.settings), run_cases, keep_going)
+        key = self.request_key(request, purpose)
+        if use_store and self.store is not None:
+            cached = self.store.get_evaluation(key)
+            if cached is not None:
+                log.info("reusing stored evaluation %s (%s)", key, purpose)
+                return cached
+        rejected = self._policy_rejections(task, variants[1:])
+        if rejected:
+            request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
+                                      case_ids, verify, time, request.timing, run_cases, keep_going)
+        mode = lock_mode(request.variants and self.device == "cuda", time)
+        if mode and gpu_lock_covers_all() and task.name not in self.no_compile_pass:
+            hung = self._compile_first(request, purpose)
+            if hung:
+                rejected = {**rejected, **hung}
+                request = dataclasses.replace(
+                    request, variants=tuple(v for v in request.variants if v.name not in hung))
+        if mode:
+            trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
+        with gpu_lock(mode):
+            if mode:
+                trace_progress(request, f"{purpose}: GPU lock taken")
+            evaluation = self.worker.evaluate(request) if request.variants else None
+        evaluation = self._merge_rejections(task, variants, evaluation, rejected)
+        if self.store is not None:
+            self.store.put_evaluation(key, purpose, evaluation)
+        return evaluation
+
+    def _compile_first(self, request: EvaluateRequest, purpose: str) -> dict[str, Failure]:
+        """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU
+        lock, exclusive (timing) or shared (verification): its
+        cases run once per variant with kernels compiled but never launched
+        (``quick_autotune.compile_without_launching``; every autotune config compiled), with no
+        GPU lock held, and the result is dropped. The timed request then finds them in Triton's
+        on-disk cache. A kernel whose tile constexpr follows the size (max_reduction's BLOCK_N =
+        next_power_of_2(N)) compiles anew for every performance size and config: one round of
+        its 7 variants held the exclusive lock 272 s, most of it compiling, while two other shards
+        waited; under the shared lock, its compile pass still held that lock 4 minutes, 53-123 s a
+        variant on its largest case, and a waiting exclusive request held every other shard back
+        (H100, 2026-11-25). Verification compiles too: int4_matmul's verification requests held
+        the shared lock 1-2 minutes each, and another shard's timing waited behind them.
+        Best effort: a variant that fails here fails again, as a result, in the request itself.
+
+        Except a candidate whose compile made no progress for the worker's timeout: it would
+        hang the same way under the lock, so it is returned (name -> its TIMEOUT failure) to be
+        left out of the request, and the pass runs again for the variants it held up, at most
+        ``COMPILE_PASS_RUNS`` times in all. max_reduction (H100, 2026-11-25): one candidate's
+        64 x 16384 tile compiled for over 180 s in the pass; the timed request then compiled
+        under the exclusive lock and the call ended in it. The reference (the first variant) is
+        never left out: a hang there ends the passes."""
+        hung: dict[str, Failure] = {}
+        for _ in range(COMPILE_PASS_RUNS):
+            variants = tuple(v for v in request.variants if v.name not in hung)
+            warm = dataclasses.replace(request, variants=variants, verify=False, time=False,
+                                       run_cases=True, keep_going=True, compile_only=True)
+            trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
+            evaluation = self.worker.evaluate(warm)
+            results = evaluation.results if evaluation else ()
+            stuck = [r for r in results[1:] if r.status is Status.TIMEOUT]
+            killed = [r.variant for r in results if r.status in WORKER_KILLERS]
+            if stuck and len(killed) == len(stuck):
+                for r in stuck:
+                    reason = r.failure.reason if r.failure else "no progress"
+                    hung[r.variant] = Failure(
+                        Status.TIMEOUT, f"compile pass (no GPU lock): {reason}; not run under "
+                        "the GPU lock", r.failure.detail if r.failure else "",
+                        r.failure.case_id if r.failure else None)
+                log.warning("%s: %s hung compiling in the compile pass; left out of the request",
+                            request.task.name, ", ".join(r.variant for r in stuck))
+                if any(r.status is Status.SKIPPED for r in results):
+                    continue        # the variants it held up still need their compile pass
+                break
+            if killed:
+                # a wrapper's torch operations on outputs no kernel wrote (indices, sizes) can
+                # trip a device-side assert: the worker restarts; this task's requests then go
+                # without
+                self.no_compile_pass.add(request.task.name)
+                log.warning("%s: the compile pass killed the worker (%s); no more compile passes "
+                            "for it", request.task.name, ", ".join(killed))
+            break
+        return hung
+
+    # ------------------------------------------------------------------ static policy
+    def _policy_rejections(self, task: Task, candidates: tuple[Variant, ...]) -> dict[str, Failure]:
+        """Candidates the static source policy refuses are never imported."""
+        if not candidates:
+            return {}
+        rejected = {}
+        for v in candidates:
+            result = check_source(v.source, original=task.source)
+            if not result.ok:
+                rejected[v.name] = Failure(Status.POLICY_REJECTED, "; ".join(result.reasons)[:500],
+                                           "\n".join(result.reasons))
+        return rejected
+
+    def _merge_rejections(self, task: Task, variants: tuple[Variant, ...],
+                          evaluation: Evaluation | None, rejected: dict[str, Failure]) -> Evaluation:
+        if not rejected and evaluation is not None:
+            return evaluation
+        by_name = {r.variant: r for r in evaluation.results} if evaluation else {}
+        results = []
+        for v in variants:
+            if v.name in rejected:
+                results.append(VariantResult(v.name, v.hash, rejected[v.name].status, rejected[v.name]))
+            else:
+                results.append(by_name[v.name])
+        device = evaluation.device if evaluation else self.worker.info
+        assert device is not None or evaluation is None
+        return Evaluation(task.name, tuple(results),
+                          device or DeviceInfo("not started", self.device == "cpu"),
+                          evaluation.notes if evaluation else ())
