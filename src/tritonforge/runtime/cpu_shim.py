@@ -8,10 +8,12 @@ runs code untouched.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from triton.runtime.autotuner import Autotuner
 
 
 def _is_cuda(device: Any) -> bool:
@@ -54,10 +56,6 @@ def install() -> None:
 def _autotune_on_cpu() -> None:
     """``@triton.autotune`` benchmarks through the GPU driver; here each config runs once and is
     timed by the wall clock (every config is still exercised, which is what correctness needs)."""
-    import time
-
-    from triton.runtime.autotuner import Autotuner
-
     def bench(kernel_call, quantiles=None, **_: object):
         start = time.perf_counter()
         kernel_call()

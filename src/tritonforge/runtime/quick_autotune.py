@@ -29,6 +29,10 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
+import triton.testing   # do_bench looked up per call, as Triton's own autotuner does
+from triton.runtime.jit import JITFunction
+
+from ..verify.config_variation import autotuners
 
 
 def quick_bench(kernel_call: Callable[[], object], quantiles: Any = None, **_: object) -> Any:
@@ -46,9 +50,8 @@ def short_bench(rep_ms: float) -> Callable[..., Any]:
     """Triton's do_bench with ``rep_ms`` of repetitions and ``rep_ms / 5`` of warm-up: the same
     statistic (median and quantiles of L2-flushed runs) on fewer samples."""
     def bench(kernel_call: Callable[[], object], quantiles: Any = None, **_: object) -> Any:
-        from triton.testing import do_bench
-
-        return do_bench(kernel_call, warmup=max(1.0, rep_ms / 5), rep=rep_ms, quantiles=quantiles)
+        return triton.testing.do_bench(kernel_call, warmup=max(1.0, rep_ms / 5), rep=rep_ms,
+                                       quantiles=quantiles)
 
     bench.rep_ms = rep_ms  # type: ignore[attr-defined]
     return bench
@@ -62,8 +65,6 @@ def _sync() -> None:
 def _give_bench(module: types.ModuleType, bench: Callable[..., Any]) -> int:
     """Give every autotuner defined at the top level of ``module`` ``bench``; returns how many.
     ``Autotuner.do_bench`` is a cached property, so the instance attribute wins."""
-    from ..verify.config_variation import autotuners
-
     found = autotuners(module)
     for tuner in found:
         tuner.do_bench = bench
@@ -82,8 +83,6 @@ def compile_without_launching() -> Iterator[None]:
     heuristics reach too. A timed request's kernels are compiled this way beforehand, with no
     GPU lock held, so that the timed request compiles none while it holds the GPU exclusively.
     The wrapper's own torch operations still run, on outputs no kernel wrote."""
-    from triton.runtime.jit import JITFunction
-
     launch = JITFunction.run
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:

@@ -265,6 +265,10 @@ def _declared_work(builder: Any, module: Any, case: Any, invocation: Any) -> tup
     return out[0], out[1]
 
 
+# The driver imports this module (read_capture, TensorInfo) without torch or triton; what only the
+# child process needs (torch, triton, the invocation builder) is imported in the child's functions.
+
+
 def run_case(task_file: Path, case_id: str, *, variant_file: Path | None = None, seed: int | None = None,
              warmup: int = 1, repeat: int = 1, dry_run: bool = False, profiler_range: bool = False,
              module_dir: Path | None = None) -> LaunchCapture:

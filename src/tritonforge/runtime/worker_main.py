@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 
+# Imports happen inside the functions: the module is started as the worker's process
+# (``python -m``), and nothing heavy (torch, triton, the verifier) is imported before main runs.
+
+
 def _device_info():
     import torch
     import triton
