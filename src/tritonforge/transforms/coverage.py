@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..analyze import analyze_source
+from . import REGISTRY
 from .base import Applicability, Transform
 
 SEPARATOR = "#" * 146       # TritonBench-G: kernel module above, test section below
@@ -110,8 +111,6 @@ def tritonbench_modules(path: str | Path) -> list[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import REGISTRY
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         sys.stderr.write("usage: python -m tritonforge.transforms.coverage KERNELS_JSON\n")
