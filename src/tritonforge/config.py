@@ -88,6 +88,107 @@ class Settings:
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
 
+    @property
+    def timing(self) -> "TimingSettings":
+        return _section(self, "timing")
+
+    @property
+    def search(self) -> "SearchSettings":
+        return _section(self, "search")
+
+    @property
+    def verification(self) -> "VerificationSettings":
+        return _section(self, "verification")
+
+    @property
+    def llm(self) -> "LlmSettings":
+        return _section(self, "llm")
+
+    @property
+    def sharing(self) -> "SharingSettings":
+        return _section(self, "sharing")
+
+
+# Sections: frozen views of Settings by concern, so that a part takes the one it needs
+# (``settings.timing``) instead of every flat field. A config file may write a field flat
+# (``timing_rounds = 12``) or in its section (``[timing]`` ``rounds = 12``); the environment and
+# flags name the flat field (``TRITONFORGE_TIMING_ROUNDS``, ``--timing-rounds``), as before.
+@dataclass(frozen=True)
+class TimingSettings:
+    rounds: int
+    round_ms: float
+    warmup_ms: float
+    flush_l2: bool
+    flush_mode: str
+    interleave: str
+    pace: bool
+    cuda_graph: bool
+    search_autotune_rep_ms: float
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    max_rounds: int
+    patience: int
+    min_speedup: float
+    max_case_regression: float
+    profile: str
+    emit: str
+
+
+@dataclass(frozen=True)
+class VerificationSettings:
+    seeds: int
+    case_timeout_s: float
+    host_memory_limit_gb: float
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    base_url: str
+    model: str
+    api_key_env: str
+    max_tokens: int
+    provider: str
+    timeout_s: float
+    max_retries: int
+    temperature: float
+    max_reply_tokens: int
+    max_cost_usd: float
+    price_in_per_mtok: float
+    price_out_per_mtok: float
+    candidates_per_round: int
+    repair_attempts: int
+    templates_dir: str
+    replay: str
+
+
+@dataclass(frozen=True)
+class SharingSettings:
+    gpu_lock: str
+    gpu_lock_scope: str
+    ncu_lock: str
+    progress_log: str
+
+
+SECTIONS: dict[str, type] = {"timing": TimingSettings, "search": SearchSettings,
+                             "verification": VerificationSettings, "llm": LlmSettings,
+                             "sharing": SharingSettings}
+_PREFIX = {"timing": "timing_", "llm": "llm_"}
+
+
+def flat_field(section: str, name: str) -> str:
+    """The Settings field a section's field views: ``timing.rounds`` is ``timing_rounds``."""
+    prefixed = _PREFIX.get(section, "") + name
+    return prefixed if prefixed in _FIELDS else name
+
+
+def _section(settings: "Settings", section: str) -> Any:
+    kind = SECTIONS[section]
+    return kind(**{f.name: getattr(settings, flat_field(section, f.name)) for f in fields(kind)})
+
+
+_FIELDS = frozenset(f.name for f in fields(Settings))
 
 GPU_LOCK_SCOPES = ("timing", "all")
 NCU_LOCK_MODES = ("shared", "exclusive")
@@ -123,6 +224,23 @@ def _coerce(name: str, raw: Any, target: Any) -> Any:
         ) from None
 
 
+def _flatten(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """A config file's keys as Settings fields: ``[timing] rounds`` becomes ``timing_rounds``."""
+    flat: dict[str, Any] = {}
+    for key, raw in data.items():
+        if key in SECTIONS and isinstance(raw, Mapping):
+            known = {f.name for f in fields(SECTIONS[key])}
+            for name, value in raw.items():
+                if name not in known:
+                    raise ConfigError(f"unknown setting {name!r} in section [{key}]",
+                                      location=str(path),
+                                      hint=f"known in [{key}]: " + ", ".join(sorted(known)))
+                flat[flat_field(key, name)] = value
+        else:
+            flat[key] = raw
+    return flat
+
+
 def load_settings(
     config_file: str | Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -142,7 +260,7 @@ def load_settings(
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file is not valid TOML: {exc}", location=str(path)) from None
-        for key, raw in data.items():
+        for key, raw in _flatten(data, path).items():
             if key not in known:
                 raise ConfigError(f"unknown setting {key!r}", location=str(path),
                                   hint="known settings: " + ", ".join(sorted(known)))
