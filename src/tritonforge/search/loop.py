@@ -727,8 +727,8 @@ def _sliver_retimed(profile: Profile | None, incumbent: VariantResult) -> str | 
 
 def _kernels_a_sliver(diagnosis: Diagnosis | None) -> bool:
     """The diagnosis finds the Triton kernels running under a quarter of the profiled case
-    (``profile.rules.outside_kernels`` at its dominant priority). On the H100 stores (session
-    16) that was apply_penalty, dequantize_matmul, l2_norm_bwd, matrix_reduction and
+    (``profile.rules.outside_kernels`` at its dominant priority). On the H100 stores (2026-11-25)
+    that was apply_penalty, dequantize_matmul, l2_norm_bwd, matrix_reduction and
     max_reduction: no candidate of theirs reached 1.05x in 1-5 rounds, and they took 72-366 s
     each."""
     return diagnosis is not None and any(
