@@ -140,6 +140,17 @@ class Lane:
             self.store.close()
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this lane when the driver that started it dies (killed by a call's end):
+    an orphaned lane would go on timing on its GPU beside the next call's lanes."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """A lane process: ``python -m tritonforge.bench.lane CONFIG_JSON``; jobs on stdin."""
     argv = sys.argv[1:] if argv is None else argv
@@ -151,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(3)
 
     signal.signal(signal.SIGTERM, cut)
+    _die_with_parent()
     out = sys.stdout
     sys.stdout = sys.stderr          # anything the engine prints goes to stderr, not the replies
     try:

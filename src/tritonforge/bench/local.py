@@ -75,18 +75,28 @@ class _LaneProcess:
         code = self.process.wait()
         return Lost(f"lane on GPU {self.gpu} exited with {code}")
 
-    def stop(self, grace_s: float = 5.0) -> None:
+    def terminate(self) -> None:
+        """Ask the lane to kill its workers and exit (``lane.main``'s SIGTERM handler)."""
         p = self.process
-        if p is None or p.poll() is not None:
+        if p is not None and p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        self.terminate()
+        p = self.process
+        if p is None:
             return
         try:
-            p.send_signal(signal.SIGTERM)        # the lane kills its workers (lane.main)
             p.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
-        except ProcessLookupError:
-            pass
 
     def quit(self) -> None:
         p = self.process
@@ -150,14 +160,14 @@ class LocalGpuExecutor:
     def cut(self) -> list[Job]:
         busy = [lane for lane in self.lanes if lane.job is not None]
         jobs = [lane.job for lane in busy]
-        for lane in busy:
+        for lane in busy:            # all at once: the pass must end by its deadline
             lane.job = None
+            lane.terminate()
+        for lane in busy:
             lane.stop()
         return jobs
 
     def close(self) -> None:
+        self.cut()
         for lane in self.lanes:
-            if lane.job is not None:
-                lane.stop()
-            else:
-                lane.quit()
+            lane.quit()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -168,13 +169,19 @@ def run_pass_command(options: PassOptions, settings) -> int:
             if options.out:
                 _write_out(options.out, state)
 
+        def stop(signum, frame):     # `timeout` ends the call: stop the lanes, keep the records
+            raise SystemExit(f"signal {signum}: the pass stops; records written so far are kept")
+
+        signal.signal(signal.SIGTERM, stop)
         try:
             outcome = run_pass(todo, executor, records_path=options.records, engine=engine,
                                settings_hash=s_hash, per_kernel_s=options.per_kernel_s,
                                budget_s=options.budget_s, progress=_say, on_record=on_record)
         finally:
             executor.close()
-    records = read_records(options.records)
+    # marks the records another engine made (kept only under --allow-mixed-engines)
+    records = check_one_engine(read_records(options.records), engine, s_hash,
+                               options.allow_mixed_engines)
     latest, tables = write_pass_outputs(options, records, names, engine.commit)
     rest = [n for n in names if n not in records]
     state.update(left=rest, cut=list(outcome.cut), failed=[list(f) for f in outcome.failed],

@@ -13,12 +13,15 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from .engine import EngineId
+
+log = logging.getLogger(__name__)
 
 SUCCESS_SPEEDUP = 1.05        # BENCHMARK.md: a success is an accepted kernel at 1.05x or more
 
@@ -111,7 +114,7 @@ FIELDS = {f.name for f in dataclasses.fields(PassRecord)}
 
 def read_records(path: str | Path) -> dict[str, PassRecord]:
     """Every record of ``path`` (the last line of each name), in first-written order; a torn
-    last line (a call killed mid-write) is skipped."""
+    line (a call killed mid-write: an unfinished JSON object) is skipped, its record runs again."""
     p = Path(path)
     out: dict[str, PassRecord] = {}
     if not p.exists():
@@ -123,8 +126,9 @@ def read_records(path: str | Path) -> dict[str, PassRecord]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                continue                 # cut while written: that record runs again
+            if line.lstrip().startswith("{"):
+                log.warning("%s:%d: a torn line (a call cut while writing it) skipped", p, i + 1)
+                continue
             raise InputError(f"{p}:{i + 1} is not a JSON line",
                              hint="remove the broken line; its record then runs again") from None
         unknown = set(data) - FIELDS
