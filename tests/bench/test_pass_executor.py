@@ -122,40 +122,11 @@ def test_budget_no_start_without_a_whole_record_and_running_ones_cut(tmp_path):
 
 
 # ---------------------------------------------------------------- real lanes, fake GPUs
-SPEC = '''
-entry = "sin_triton"
-seeds = 1
-[[case]]
-id = "c"
-args = [{ tensor = [257] }]
-'''
-SIN = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+# (tests/bench/conftest.py: ``kernels`` and ``cli``)
 
 
-def kernels(tmp_path, names):
-    """Copies of the bundled sin example, one record each (a record is named by its file)."""
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC)
-    args = []
-    for n in names:
-        f = tmp_path / f"{n}.py"
-        f.write_text(SIN.read_text())
-        args += ["--kernel", f"{f}={spec}"]
-    return args
-
-
-def cli(tmp_path, *args, timeout=240):
-    env = dict(os.environ, TRITONFORGE_MAX_ROUNDS="1", TRITONFORGE_PATIENCE="1",
-               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
-    cmd = [sys.executable, "-m", "tritonforge", "bench", "optimize", "--device", "cpu",
-           "--run-dir", str(tmp_path / "run"), "--records", str(tmp_path / "records.jsonl"),
-           "--latest", str(tmp_path / "LATEST.json"), "--out", str(tmp_path / "out.json"),
-           "--jobs", "1", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def test_two_fake_gpus_one_queue_one_records_file(tmp_path):
-    done = cli(tmp_path, *kernels(tmp_path, ["sin_a", "sin_b"]), "--gpus", "0,1",
+def test_two_fake_gpus_one_queue_one_records_file(tmp_path, kernels, cli):
+    done = cli(*kernels(["sin_a", "sin_b"]), "--gpus", "0,1",
                "--per-kernel", "60")
     assert done.returncode == 0, done.stderr[-2000:]
     recs = read_records(tmp_path / "records.jsonl")
@@ -169,18 +140,18 @@ def test_two_fake_gpus_one_queue_one_records_file(tmp_path):
     assert out["finished"] and sorted(out["written"]) == ["sin_a", "sin_b"]
     # a call with nothing left runs nothing; other settings (another per-kernel budget) are
     # another pass, refused
-    again = cli(tmp_path, *kernels(tmp_path, ["sin_a", "sin_b"]), "--gpus", "0,1",
+    again = cli(*kernels(["sin_a", "sin_b"]), "--gpus", "0,1",
                 "--per-kernel", "60")
     assert again.returncode == 0 and "0 to run" in again.stderr
     assert read_records(tmp_path / "records.jsonl") == recs
-    other = cli(tmp_path, *kernels(tmp_path, ["sin_a", "sin_b"]), "--per-kernel", "90")
+    other = cli(*kernels(["sin_a", "sin_b"]), "--per-kernel", "90")
     assert other.returncode != 0 and "other settings" in other.stderr
 
 
-def test_a_pass_ends_by_its_budget_writes_out_and_resumes(tmp_path):
-    args = kernels(tmp_path, ["sin_a", "sin_b"])
+def test_a_pass_ends_by_its_budget_writes_out_and_resumes(tmp_path, kernels, cli):
+    args = kernels(["sin_a", "sin_b"])
     t0 = time.monotonic()
-    cut = cli(tmp_path, *args, "--gpus", "0", "--per-kernel", "2", "--budget", "3")
+    cut = cli(*args, "--gpus", "0", "--per-kernel", "2", "--budget", "3")
     wall = time.monotonic() - t0
     assert cut.returncode == 0, cut.stderr[-2000:]
     out = json.loads((tmp_path / "out.json").read_text())
@@ -188,22 +159,20 @@ def test_a_pass_ends_by_its_budget_writes_out_and_resumes(tmp_path):
     assert out["cut"] == ["sin_a"]                  # started, then cut: nothing counted
     assert read_records(tmp_path / "records.jsonl") == {}
     assert wall < 3 + 25                            # the budget, process start and lane stop
-    done = cli(tmp_path, *args, "--gpus", "0", "--per-kernel", "60")
+    done = cli(*args, "--gpus", "0", "--per-kernel", "60")
     assert done.returncode == 0, done.stderr[-2000:]
     assert set(read_records(tmp_path / "records.jsonl")) == {"sin_a", "sin_b"}
 
 
-def test_a_resumed_pass_refuses_records_of_another_engine(tmp_path):
-    import dataclasses
+def test_a_resumed_pass_refuses_records_of_another_engine(tmp_path, kernels, cli):
+    from tritonforge.bench.records import append_record, pass_record
 
-    from tritonforge.bench.records import append_record
-    from tests.bench.test_pass_records import rec
-
-    args = kernels(tmp_path, ["sin_a"])
-    append_record(tmp_path / "records.jsonl", dataclasses.replace(rec("sin_a"), engine_source="old"))
-    refused = cli(tmp_path, *args, "--gpus", "0", "--per-kernel", "150")
+    args = kernels(["sin_a"])
+    old = pass_record(RecordRef("sin_a"), _result("sin_a"), EngineId("old", "old-src"), "s", 150.0)
+    append_record(tmp_path / "records.jsonl", old)
+    refused = cli(*args, "--gpus", "0", "--per-kernel", "150")
     assert refused.returncode != 0 and "another engine" in refused.stderr
-    kept = cli(tmp_path, *args, "--gpus", "0", "--allow-mixed-engines")
+    kept = cli(*args, "--gpus", "0", "--allow-mixed-engines")
     assert kept.returncode == 0 and "not publishable" in kept.stderr
     latest = json.loads((tmp_path / "LATEST.json").read_text())
     assert not latest["publishable"] and "another engine" in " ".join(latest["why_not_publishable"])
