@@ -1,8 +1,8 @@
 """Which engine and which settings made a benchmark record: a pass is one engine, one setting.
 
 A published figure must come from one engine commit: a record optimized by another engine (a
-fix between two device calls) is a different experiment. The commit is git's HEAD of the
-package's checkout, or ``$TRITONFORGE_ENGINE_COMMIT`` where the tree travels without ``.git``
+fix between two device calls) is a different experiment. The commit is the last commit of the
+package's checkout that changed the package (``git log -1 -- src/tritonforge``), or ``$TRITONFORGE_ENGINE_COMMIT`` where the tree travels without ``.git``
 (a GPU machine gets a copy of the working tree), or, with neither, the package version. The
 check itself compares a hash of every Python source of the package, which exists everywhere and
 also catches uncommitted edits; the commit is what a reader is told.
@@ -65,7 +65,9 @@ def engine_id(package_dir: Path = PACKAGE_DIR, env: dict | None = None) -> Engin
     """The engine that runs here (see the module's docstring for where the commit comes from)."""
     env = os.environ if env is None else env
     sources = source_hash(package_dir)
-    head = _git(package_dir, "rev-parse", "HEAD")
+    # the last commit that changed the package: commits of records and results between two
+    # calls of one pass do not change the engine
+    head = _git(package_dir, "log", "-1", "--format=%H", "--", ".")
     if head:
         dirty = _git(package_dir, "status", "--porcelain", "--", ".")
         return EngineId(head[:12] + ("+dirty" if dirty else ""), sources)
