@@ -158,6 +158,8 @@ def run_pass_command(options: PassOptions, settings) -> int:
     outcome = PassOutcome((), (), (), (), 0.0)
     if todo:
         device = resolve_device(settings.device)
+        # absolute: a Ray worker's working folder is not the driver's
+        settings = settings.replace(run_dir=str(Path(settings.run_dir).resolve()))
         base = LaneConfig(settings, str(Path(settings.run_dir) / "lanes"), options.jobs,
                           options.per_kernel_s,
                           "" if options.no_sweep_times else str(Path(options.baseline_store).resolve()))
@@ -185,7 +187,8 @@ def run_pass_command(options: PassOptions, settings) -> int:
     latest, tables = write_pass_outputs(options, records, names, engine.commit)
     rest = [n for n in names if n not in records]
     state.update(left=rest, cut=list(outcome.cut), failed=[list(f) for f in outcome.failed],
-                 finished=not rest, latest=str(latest), tables=str(tables))
+                 finished=not rest, latest=str(latest), tables=str(tables),
+                 wall_s=round(outcome.wall_s, 1))
     if options.out:
         _write_out(options.out, state)
     print(tables.read_text())

@@ -82,7 +82,10 @@ class RayExecutor:
             raise ConfigError("the Ray cluster has no GPU resource",
                               hint="start Ray workers on GPU hosts, or give the local cluster "
                                    "--num-gpus")
-        self.remote = ray.remote(num_gpus=gpus_per_task, max_retries=0)(optimize_in_task)
+        # the driver's TRITONFORGE_* settings (data folder, limits) reach every task's worker
+        env = {k: v for k, v in os.environ.items() if k.startswith("TRITONFORGE_")}
+        self.remote = ray.remote(num_gpus=gpus_per_task, max_retries=0)(optimize_in_task).options(
+            runtime_env={"env_vars": env} if env else None)
         self.running: dict = {}          # ObjectRef -> Job
 
     def slots(self) -> int:
