@@ -164,3 +164,11 @@ def test_runnable_txt_is_the_committed_baseline_sweeps_runnable_check(tmp_path):
     assert read_subset(root / "bench/results/runnable.txt") == runnable
     subset = read_subset(root / "bench/results/subset-40.txt")
     assert set(subset) <= set(runnable)
+
+
+def test_isolation_ratio_is_beside_over_the_mean_alone_and_drift_is_alone_again_over_alone():
+    from tritonforge.bench.isolation import IsolationCase
+
+    c = IsolationCase("k", "p", alone_ms=1.0, beside_ms=1.03, alone_again_ms=1.02)
+    assert math.isclose(c.ratio, 1.03 / 1.01) and math.isclose(c.drift, 1.02) and c.long
+    assert not IsolationCase("k", "p", 0.01, 0.01, 0.01).long          # under 50 us

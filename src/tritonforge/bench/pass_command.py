@@ -129,8 +129,10 @@ def write_pass_outputs(options: PassOptions, records: dict[str, PassRecord], nam
 
 
 def run_pass_command(options: PassOptions, settings) -> int:
+    from ..profile.session import ncu_lock_mode
     from ..runtime.service import resolve_device
 
+    ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile
     engine = engine_id()
     s_hash = settings_hash(settings, options.per_kernel_s)
     refs = _tritonbench_refs(pass_names(options)) + kernel_refs(options.kernels)
