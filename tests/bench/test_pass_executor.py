@@ -125,10 +125,15 @@ def test_budget_no_start_without_a_whole_record_and_running_ones_cut(tmp_path):
 # (tests/bench/conftest.py: ``kernels`` and ``cli``)
 
 
-def test_two_fake_gpus_one_queue_one_records_file(tmp_path, kernels, cli):
+def test_two_fake_gpus_one_queue_one_records_file(tmp_path, kernels, cli, monkeypatch):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "kill-sin_b").write_text("")          # sin_b's first lane dies (lane._test_hook)
+    monkeypatch.setenv("TRITONFORGE_LANE_TEST_HOOK", str(hook))
     done = cli(*kernels(["sin_a", "sin_b"]), "--gpus", "0,1",
                "--per-kernel", "60")
     assert done.returncode == 0, done.stderr[-2000:]
+    assert not (hook / "kill-sin_b").exists() and "sin_b: lost" in done.stderr
     recs = read_records(tmp_path / "records.jsonl")
     assert set(recs) == {"sin_a", "sin_b"}
     assert all(r.was_accepted and "1024" in r.accepted_source for r in recs.values())

@@ -18,8 +18,8 @@ pytest.importorskip("ray")
 def test_records_run_as_ray_tasks_and_a_dead_worker_loses_nothing(tmp_path, monkeypatch, kernels, cli):
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "kill-sin_a").write_text("")          # sin_a's first worker dies (ray_exec._test_hook)
-    monkeypatch.setenv("TRITONFORGE_RAY_TEST_HOOK", str(hook))
+    (hook / "kill-sin_a").write_text("")          # sin_a's first worker dies (lane._test_hook)
+    monkeypatch.setenv("TRITONFORGE_LANE_TEST_HOOK", str(hook))
     done = cli(*kernels(["sin_a", "sin_b"]), "--executor", "ray",
                "--ray-num-gpus", "2", "--per-kernel", "60", timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -89,6 +89,21 @@ def load_ref(ref: RecordRef):
     return load_tasks([ref.name])[0]
 
 
+TEST_HOOK_ENV = "TRITONFORGE_LANE_TEST_HOOK"
+
+
+def _test_hook(name: str) -> None:
+    """Tests: with ``$TRITONFORGE_LANE_TEST_HOOK=FOLDER``, the lane process dies once as it
+    starts record ``name`` when ``FOLDER/kill-NAME`` exists (removed first): what a lane, Ray
+    worker or node dying mid-record looks like to the driver."""
+    folder = os.environ.get(TEST_HOOK_ENV)
+    if folder:
+        marker = Path(folder) / f"kill-{name}"
+        if marker.exists():
+            marker.unlink()
+            os._exit(1)
+
+
 class Lane:
     """Optimizes records one after another on the GPU this process sees."""
 
@@ -118,6 +133,7 @@ class Lane:
     def run(self, ref: RecordRef, redo: bool = False) -> LaneReply:
         """Optimize ``ref`` within the per-kernel budget; errors come back as a reply."""
         t0 = time.perf_counter()
+        _test_hook(ref.name)
         try:
             if redo:
                 gone = self.store.forget_task(ref.name, "optimize", keep_record=True)

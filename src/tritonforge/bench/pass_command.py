@@ -158,7 +158,7 @@ def run_pass_command(options: PassOptions, settings) -> int:
     if options.out:
         _write_out(options.out, state)
     outcome = PassOutcome((), (), (), (), 0.0)
-    if todo:
+    if todo and (options.budget_s is None or options.budget_s >= options.per_kernel_s):
         device = resolve_device(settings.device)
         # absolute: a Ray worker's working folder is not the driver's
         settings = settings.replace(run_dir=str(Path(settings.run_dir).resolve()))

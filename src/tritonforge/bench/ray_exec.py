@@ -44,23 +44,11 @@ def optimize_in_task(ref_data: dict, config_json: str, redo: bool) -> str:
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     work = Path(config.work_dir) / f"ray-{os.uname().nodename}-gpu{gpu or 'none'}"
     config = dataclasses.replace(config, work_dir=str(work), label=f"ray gpu{gpu}")
-    hook = os.environ.get("TRITONFORGE_RAY_TEST_HOOK")   # tests: a worker that dies mid-record
-    if hook:
-        _test_hook(hook, ref_data["name"])
     lane = Lane(config)
     try:
         return lane.run(RecordRef(**ref_data), redo).to_json()
     finally:
         lane.close()
-
-
-def _test_hook(folder: str, name: str) -> None:
-    """Kill this worker once for ``name`` when ``FOLDER/kill-NAME`` exists (then removed): what
-    a dying worker or node looks like to the driver."""
-    marker = Path(folder) / f"kill-{name}"
-    if marker.exists():
-        marker.unlink()
-        os._exit(1)
 
 
 class RayExecutor:
