@@ -181,3 +181,15 @@ def test_a_resumed_pass_refuses_records_of_another_engine(tmp_path, kernels, cli
     assert kept.returncode == 0 and "not publishable" in kept.stderr
     latest = json.loads((tmp_path / "LATEST.json").read_text())
     assert not latest["publishable"] and "another engine" in " ".join(latest["why_not_publishable"])
+
+
+def test_gpus_come_from_cuda_visible_devices_and_lane_messages_round_trip():
+    from tritonforge.bench.lane import LaneConfig
+    from tritonforge.bench.local import visible_gpus
+    from tritonforge.config import Settings
+
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 3"}) == ["2", "3"]
+    config = LaneConfig(Settings(device="cpu", max_rounds=3), "/w", jobs=2, per_kernel_s=99.0)
+    assert LaneConfig.from_json(config.to_json()) == config
+    reply = LaneReply("a", _result("a"), "", ENGINE, "H100", 12.5)
+    assert LaneReply.from_json(reply.to_json()) == reply
