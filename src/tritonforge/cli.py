@@ -222,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "neighbour GPU (the per-GPU executor's premise; 2 GPUs)")
     iso.add_argument("--names", help="comma-separated record names")
     iso.add_argument("--gpus", default="0,1", help="the timed GPU, then the busy neighbour")
+    iso.add_argument("--busy-cores", type=int, default=4,
+                     help="host cores the neighbour keeps busy too, as a lane's compiles do (default 4)")
     iso.add_argument("--out", help="write the cases as JSON here")
     _common(iso)
     bsub.add_parser("list", help="list TritonBench-G record names")
@@ -448,7 +450,7 @@ def _bench_options(args: argparse.Namespace):
         return o.ReverifyOptions(args.records, _csv(args.names), tuple(args.kernel), args.again,
                                  args.budget)
     if c == "isolation":
-        return o.IsolationOptions(_csv(args.names), _csv(args.gpus), args.out or "")
+        return o.IsolationOptions(_csv(args.names), _csv(args.gpus), args.out or "", args.busy_cores)
     return None
 
 

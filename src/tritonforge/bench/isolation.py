@@ -3,8 +3,9 @@
 The per-GPU executor times records on one GPU while others run verification, compilation,
 profiling and timing on theirs; the host's CPU cores, PCIe and power are shared. This times the
 same records on GPU A three times in one worker (driver side; the worker sees GPU A alone):
-alone, beside a busy neighbour on GPU B (``neighbour_main``: large matmuls and host<->device
-copies in a loop, in its own process), and alone again. A case's ratio is its time beside the
+alone, beside a busy neighbour on GPU B (``NEIGHBOUR``: large matmuls and host<->device copies
+in a loop, in its own process, plus ``busy_cores`` processes spinning on the host's cores as a
+lane's compiling workers do), and alone again. A case's ratio is its time beside the
 neighbour over the mean of its two times alone; BENCHMARK.md's bar is within 2% on cases over
 50 us. The second time alone shows the drift that is not the neighbour's.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
+from ..errors import EnvironmentProblem
 from ..model import Task
 
 log = logging.getLogger(__name__)
@@ -65,15 +67,24 @@ while time.time() < end:
 """
 
 
-def start_neighbour(gpu: str, seconds: float) -> subprocess.Popen:
-    """A process keeping GPU ``gpu`` (and its PCIe link) busy for ``seconds``."""
+SPIN = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass\n"
+
+
+def start_neighbour(gpu: str, seconds: float, busy_cores: int = 0) -> list[subprocess.Popen]:
+    """Processes keeping GPU ``gpu`` (and its PCIe link) and ``busy_cores`` host cores busy for
+    ``seconds``; the GPU one is running its loop when this returns."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
     env.pop("TRITON_INTERPRET", None)
     proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(seconds)], env=env,
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
-    proc.stdout.readline()           # "neighbour busy": its tensors are allocated, its loop runs
-    return proc
+    if not proc.stdout.readline().startswith("neighbour busy"):   # its loop runs: else no check
+        proc.kill()
+        raise EnvironmentProblem(f"the busy neighbour on GPU {gpu} did not start (exit {proc.wait()})",
+                          hint="give two GPUs of this host: --gpus A,B")
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN, str(seconds)],
+                                 start_new_session=True) for _ in range(busy_cores)]
+    return [proc, *spinners]
 
 
 def _medians(task: Task, evaluator) -> dict[str, float]:
@@ -86,7 +97,7 @@ def _medians(task: Task, evaluator) -> dict[str, float]:
 
 
 def measure(tasks: list[Task], settings: Settings, work_dir: Path, gpu: str, neighbour_gpu: str,
-            progress=lambda s: None) -> list[IsolationCase]:
+            progress=lambda s: None, busy_cores: int = 4) -> list[IsolationCase]:
     """Every performance case of ``tasks`` on ``gpu``: alone, beside a busy ``neighbour_gpu``,
     alone again (one worker throughout, no cached timings)."""
     from ..runtime.service import Evaluator
@@ -97,13 +108,14 @@ def measure(tasks: list[Task], settings: Settings, work_dir: Path, gpu: str, nei
         with Evaluator(settings, work_dir, None) as ev:
             alone = {t.name: _medians(t, ev) for t in tasks}
             progress(f"alone on GPU {gpu}: done")
-            neighbour = start_neighbour(neighbour_gpu, seconds=3600)
+            neighbours = start_neighbour(neighbour_gpu, 3600, busy_cores)
             try:
                 time.sleep(2.0)
                 beside = {t.name: _medians(t, ev) for t in tasks}
             finally:
-                neighbour.kill()
-                neighbour.wait()
+                for p in neighbours:
+                    p.kill()
+                    p.wait()
             progress(f"beside a busy GPU {neighbour_gpu}: done")
             again = {t.name: _medians(t, ev) for t in tasks}
     finally:

@@ -117,9 +117,9 @@ class LocalGpuExecutor:
 
     def __init__(self, gpus: list[str], base: LaneConfig):
         if not gpus:
-            from ..errors import ConfigError
+            from ..errors import EnvironmentProblem
 
-            raise ConfigError("no GPU to run the pass on",
+            raise EnvironmentProblem("no GPU to run the pass on",
                               hint="pass --gpus 0,1 or make the GPUs visible (nvidia-smi -L)")
         self.lanes = [_LaneProcess(g, replace(base, work_dir=str(Path(base.work_dir) / f"gpu{g}"),
                                               label=f"gpu{g}"))

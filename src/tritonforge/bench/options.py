@@ -67,3 +67,4 @@ class IsolationOptions:
     names: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ("0", "1")  # timed on the first, the neighbour busy on the second
     out: str = ""
+    busy_cores: int = 4                 # host cores the neighbour keeps busy (a lane's compiles)

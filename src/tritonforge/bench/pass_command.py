@@ -239,7 +239,7 @@ def isolation_command(options: IsolationOptions, settings) -> int:
                           hint="e.g. --gpus 0,1")
     tasks = load_tasks(list(options.names) or None)
     cases = measure(tasks, settings.replace(device="cuda"), Path(settings.run_dir) / "isolation",
-                    options.gpus[0], options.gpus[1], progress=_say)
+                    options.gpus[0], options.gpus[1], progress=_say, busy_cores=options.busy_cores)
     rows = [(c.name, c.case_id, f"{c.alone_ms:.4f}", f"{c.beside_ms:.4f}", f"{c.alone_again_ms:.4f}",
              f"{c.ratio:.4f}", f"{c.drift:.4f}", "yes" if c.long else "no") for c in cases]
     print(render_table(("record", "case", "alone ms", "beside ms", "alone again ms",
@@ -248,6 +248,7 @@ def isolation_command(options: IsolationOptions, settings) -> int:
     within = sum(abs(c.ratio - 1) <= 0.02 for c in long)
     print(f"\n{within} of {len(long)} cases over 50 us within 2% beside a busy neighbour")
     if options.out:
-        _write_out(options.out, {"gpus": list(options.gpus), "within_2pct": within,
+        _write_out(options.out, {"gpus": list(options.gpus), "busy_cores": options.busy_cores,
+                                 "within_2pct": within,
                                  "cases_over_50us": len(long), "cases": to_jsonable(cases)})
     return 0

@@ -18,7 +18,7 @@ import logging
 import os
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import EnvironmentProblem
 from .lane import LaneConfig, LaneReply
 from .passes import Job, Lost
 
@@ -29,7 +29,7 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise ConfigError("--executor ray needs Ray, which is not installed",
+        raise EnvironmentProblem("--executor ray needs Ray, which is not installed",
                           hint="pip install 'tritonforge[ray]' (or pip install ray)") from None
     return ray
 
@@ -67,7 +67,7 @@ class RayExecutor:
         self.base = base
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
         if self.gpus < 1:
-            raise ConfigError("the Ray cluster has no GPU resource",
+            raise EnvironmentProblem("the Ray cluster has no GPU resource",
                               hint="start Ray workers on GPU hosts, or give the local cluster "
                                    "--num-gpus")
         # the driver's TRITONFORGE_* settings (data folder, limits) reach every task's worker
