@@ -177,6 +177,7 @@ def test_a_resumed_pass_refuses_records_of_another_engine(tmp_path, kernels, cli
     append_record(tmp_path / "records.jsonl", old)
     refused = cli(*args, "--gpus", "0", "--per-kernel", "150")
     assert refused.returncode != 0 and "another engine" in refused.stderr
+    assert "another engine" in json.loads((tmp_path / "out.json").read_text())["error"]
     kept = cli(*args, "--gpus", "0", "--allow-mixed-engines")
     assert kept.returncode == 0 and "not publishable" in kept.stderr
     latest = json.loads((tmp_path / "LATEST.json").read_text())

@@ -129,6 +129,16 @@ def write_pass_outputs(options: PassOptions, records: dict[str, PassRecord], nam
 
 
 def run_pass_command(options: PassOptions, settings) -> int:
+    """``bench optimize``; ``--out`` is written even when the pass stops on an error."""
+    try:
+        return _run_pass(options, settings)
+    except Exception as exc:
+        if options.out:
+            _write_out(options.out, {"finished": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
+
+
+def _run_pass(options: PassOptions, settings) -> int:
     from ..profile.session import ncu_lock_mode
     from ..runtime.service import resolve_device
 
