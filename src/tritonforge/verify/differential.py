@@ -14,16 +14,25 @@ that computes something else, or measures something else, would otherwise slip t
 - attributes of torch, triton and time must not be replaced (``patched``);
 - a second pass re-runs every case on one fresh, unpredictable seed in reverse order: a candidate
   right on the checked calls but wrong there depends on call order, count or seed (``rerun``); a
-  wrong output equal to the previous call's expected output is a cache (``stale_output``).
+  wrong output equal to the previous call's expected output is a cache (``stale_output``);
+- returned tensors must be plain ``torch.Tensor`` (``subclass``) and must not share memory with
+  inputs, the module's tensors or an earlier call's result (``aliased``), unless the original's
+  do; the module's state must not change on a repeated call (``call_state``: verify.freshness);
+- a probe (verify.shipped) runs one case through BARE calls, as the timer and the user make them:
+  wrong there is ``watched``; results that do not follow inputs changed between calls are
+  ``stateful``; ops hidden from the dispatch recorder but seen by the profiler are
+  ``library_op``; on a GPU, identical runs that disagree are a ``race``.
 
 The original's launches and ops come back in the Verdict, so a caller can show or cache them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import math
+import random
 import re
 import secrets
 import types
@@ -34,13 +43,15 @@ import torch
 
 from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
+from .census import PROFILER_PLUMBING, foreign_kernels
 from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import GROSS_NORM, config_variants
 from .race_values import OwnValues, tensor_at, unexplained
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .runner import MakeInvocation, Run, run_variant
-from .tree import as_bits, bitwise_equal, iter_tensors, unravel
+from .shipped import compare_probe, disagrees_with_itself, plan_probe, run_probe
+from .tree import as_bits, bitwise_equal, clone_tree, iter_tensors, unravel
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +100,9 @@ class VerifyOptions:
     config_variation: bool = True         # and runs under other configs of its own autotunes
     race_runs: int = 6                    # more runs to see the values a racing original leaves
     catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
+    shipped_check: bool = True            # the bare-call probe (verify.shipped)
+    repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
+    freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
 
 
 def uses_dot(module: types.ModuleType) -> bool:
@@ -171,6 +185,12 @@ class _Verifier:
         self.previous: Run | None = None
         self.first_pass = 0
         self.nondeterministic: list[str] = []
+        self.ref_aliases: set[tuple[str, str]] = set()
+        self.ref_subclasses: set[tuple[str, str]] = set()
+        self.ref_state_repeats = False          # the original changes its state on repeat calls
+        self.ref_seen: set[str] = set()
+        self.cand_seen: set[str] = set()
+        self.cand_earlier: list[torch.Tensor] = []
 
     # ------------------------------------------------------------------ bookkeeping
     def cheat(self, kind: CheatKind, message: str, case: Case | None = None,
@@ -195,6 +215,11 @@ class _Verifier:
             self.ref_ops[op] = self.ref_ops.get(op, 0) + n
         self.ref_streams += run.calls.streams_created
         self.ref_side_launches += len(run.launches.side_stream_launches())
+        self.ref_aliases.update((p, w) for p, w in run.aliases if w != "earlier call")
+        self.ref_subclasses.update(run.subclasses)
+        if run.state_changed and case.id in self.ref_seen:
+            self.ref_state_repeats = True
+        self.ref_seen.add(case.id)
         return run
 
     def _layout(self, case: Case, seed: int) -> tuple[_Layout, Run | None]:
@@ -227,7 +252,8 @@ class _Verifier:
         cand = run_variant(self.candidate, case, seed, self.make_invocation, self.device,
                            poison=layout.outputs, inputs=ref.pristine,
                            scramble=layout.read_only_floats if self.options.race_check else frozenset(),
-                           synchronize=self.sync if self.options.race_check else None)
+                           synchronize=self.sync if self.options.race_check else None,
+                           earlier=self.cand_earlier if self.options.freshness else None)
         self._integrity(snapshot, case, seed)
         self.cand_launches += cand.launches.count
         for op, n in cand.calls.ops.items():
@@ -237,6 +263,8 @@ class _Verifier:
             self._error(cand.error, case, seed)
             return
         self.checked += 1
+        if self.options.freshness:
+            self._freshness(cand, case, seed)
         if self.options.check_launches and ref.launches.count > 0 and cand.launches.count == 0:
             self.cheat(CheatKind.NO_LAUNCH, f"the call launched no Triton kernel (the original "
                                             f"launched {ref.launches.count}: "
@@ -255,6 +283,101 @@ class _Verifier:
                                         f"depends on call order, call count or seed", case, seed)
         self.mismatches.extend(found)
         self.previous = ref
+
+    def _freshness(self, cand: Run, case: Case, seed: int) -> None:
+        """Aliasing, subclasses and module state of one candidate call (verify.freshness)."""
+        # the original returns an argument of an in-place op: the candidate may, the same one
+        bad = [(p, w) for p, w in cand.aliases if (p, w) not in self.ref_aliases]
+        if bad:
+            p, w = bad[0]
+            self.cheat(CheatKind.ALIASED, f"{p} shares memory with "
+                                          f"{'an input, ' + w if w.startswith('arg') else w}, "
+                                          f"where the original's result does not: a later call "
+                                          f"or a change of the input changes it", case, seed)
+        sub = [x for x in cand.subclasses if x not in self.ref_subclasses]
+        if sub:
+            self.cheat(CheatKind.SUBCLASS, f"{sub[0][0]} is a {sub[0][1]}, not a plain "
+                                           f"torch.Tensor as the original returns", case, seed)
+        if cand.state_changed and case.id in self.cand_seen and not self.ref_state_repeats:
+            self.cheat(CheatKind.CALL_STATE, f"a repeated call changed its module state "
+                                             f"({', '.join(cand.state_changed[:4])}): it counts "
+                                             f"calls or keeps per-call state", case, seed)
+        self.cand_seen.add(case.id)
+        self.cand_earlier = cand.returned
+
+    # ------------------------------------------------------------------ bare-call probe
+    def probe(self, cases: Sequence[Case], nonce: int) -> None:
+        """Run one case through bare calls on both variants and judge (verify.shipped)."""
+        pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
+        case = random.Random(nonce).choice(pool)
+        seed = fresh_seed(nonce)
+        layout, _ = self._layout(case, seed)
+        plan = plan_probe(case, seed, nonce, layout.outputs,
+                          layout.read_only_floats - layout.outputs, self.device,
+                          self.options.repeat_runs)
+        inv = self.make_invocation(self.reference, case, seed, self.device)
+        pristine = {p: clone_tree(t) for p, t in iter_tensors(inv.arguments, "arg")}
+        del inv
+        ref = run_probe(self.reference, plan, self.make_invocation, self.device, pristine,
+                        self.sync)
+        if ref.error is not None:
+            log.info("probe skipped: the original fails on case %s with changed inputs: %s",
+                     case.id, ref.error)
+            return
+        snapshot = integrity_snapshot()
+        cand = run_probe(self.candidate, plan, self.make_invocation, self.device, pristine,
+                         self.sync)
+        self._integrity(snapshot, case, seed)
+        if cand.error is not None:
+            self._error(cand.error, case, seed)
+            return
+
+        def compare(r: Any, c: Any, path: str) -> list[Mismatch]:
+            return self.compare(r, c, case, seed, path)
+        own = disagrees_with_itself(ref, compare)
+        if own or self.nondeterministic:
+            log.info("probe values not judged: the original differs from itself on case %s",
+                     case.id)
+        else:
+            self._judge_probe(compare_probe(ref, cand, compare), case, seed)
+        bad = sorted(set(cand.aliases) - set(ref.aliases))
+        if bad:
+            self.cheat(CheatKind.ALIASED, f"{bad[0][0]} shares memory with an earlier call's "
+                                          f"result, where the original's does not", case, seed)
+        self._census(ref, cand, case, seed)
+
+    def _judge_probe(self, found: list[tuple[str, list[Mismatch]]], case: Case, seed: int) -> None:
+        for label, diffs in found:
+            if label.startswith("bare call"):
+                self.cheat(CheatKind.WATCHED, f"right under the verifier's guards, wrong on the "
+                                              f"bare call the timer and the user make ({label})",
+                           case, seed)
+            elif label.startswith("identical run"):
+                self.cheat(CheatKind.RACE, f"runs on identical inputs disagree ({label}) where "
+                                           f"the original's agree: a race", case, seed)
+            else:
+                self.cheat(CheatKind.STATEFUL, f"its result does not follow inputs changed "
+                                               f"between calls ({label}): a cache or state kept "
+                                               f"across calls", case, seed)
+            self.mismatches.extend(dataclasses.replace(m, message=f"[{label}] {m.message}")
+                                   for m in diffs[:4])
+
+    def _census(self, ref: Any, cand: Any, case: Case, seed: int) -> None:
+        if not self.options.check_library_ops or cand.census is None or ref.census is None \
+                or not (cand.census.ok and ref.census.ok):
+            return
+        known = set(ref.census.ops) | set(self.ref_ops) | PLUMBING_OPS | PROFILER_PLUMBING | \
+            self.options.allowed_ops
+        extra = sorted(op for op in cand.census.ops if op not in known)
+        if extra:
+            self.cheat(CheatKind.LIBRARY_OP, f"it runs {', '.join(extra[:6])}, hidden from the "
+                                             f"dispatch recorder but seen by the profiler, which "
+                                             f"the original never uses", case, seed)
+        foreign = foreign_kernels(cand.census, ref.census, self.candidate)
+        if foreign:
+            self.cheat(CheatKind.LIBRARY_OP, f"it launches CUDA kernels that are neither its "
+                                             f"Triton kernels nor an aten op's: "
+                                             f"{', '.join(foreign[:4])}", case, seed)
 
     def _within_self_variation(self, ref: Run, found: list[Mismatch], case: Case, seed: int,
                                layout: _Layout, cand: Run | None = None) -> list[Mismatch]:
@@ -509,6 +632,8 @@ def verify(
             v.check(case, seed, rerun=True)
             if v.stop():
                 break
+    if options.shipped_check and not v.stop() and not v.mismatches:
+        v.probe(cases, options.nonce if options.nonce is not None else secrets.randbits(30))
     return v.finish()
 
 

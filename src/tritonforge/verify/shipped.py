@@ -1,0 +1,187 @@
+"""Check what is shipped, not only what is watched: bare calls, changed inputs, repeated runs.
+
+Every call ``verify.runner`` makes runs under dispatch modes, a launch hook and poisoned
+allocations; a variant can notice them and compute the right thing only then, while the timer
+(``Invocation.timed``) and the user call it bare. A probe therefore runs one case through the
+same sequence of BARE calls (no mode, no hook, no recorder: ``Invocation.timed`` where the
+invocation has one) on the original and on the candidate, and compares every step:
+
+1. ``calls`` bare calls in a row on one invocation (1 to 3, drawn from the verification's nonce:
+   the candidate cannot know which call is compared); only the last is compared. A difference
+   is ``watched``.
+2. A few elements of every read-only floating input changed in place (one to exact zero, one
+   negated, one scaled), then one more call on the same tensors: a result that does not follow
+   came from a cache keyed on shape, address or sampled elements (``stateful``).
+3. A fresh invocation of the same inputs, other elements changed, one call: new tensors that
+   differ from the first in a few elements (``stateful``). This call is profiled
+   (verify.census): aten ops hidden from the dispatch recorder, and CUDA kernels that are
+   neither aten's nor the module's Triton kernels, are ``library_op``.
+4. On a GPU, ``repeats`` more fresh invocations of the step-1 inputs, one call each: a result
+   that changes between identical runs where the original's agree is a ``race`` (order-dependent
+   atomics, a missing barrier) that one run can miss.
+
+Results returned by a later step must not share memory with an earlier step's (``aliased``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..model import Case, Mismatch
+from .census import Census, op_census
+from .freshness import returned_aliases, returned_tensors
+from .poison import poison_
+from .runner import MakeInvocation, _seed
+from .tree import bitwise_equal, clone_tree, iter_tensors, unravel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """The sequence both variants go through (drawn once, identical for both)."""
+
+    case: Case
+    seed: int
+    calls: int                       # bare calls before the first comparison
+    perturb: frozenset[str]          # argument paths changed in place between calls
+    poison: frozenset[str]           # pure outputs, poisoned before each fresh invocation
+    repeats: int                     # GPU: identical runs that must agree
+    salt: int                        # where the perturbed elements fall
+
+
+@dataclass
+class ProbeRun:
+    """What one variant left at each step: (label, cloned result, cloned args) per step."""
+
+    steps: list[tuple[str, Any, dict[str, torch.Tensor]]] = field(default_factory=list)
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    census: Census | None = None
+    error: BaseException | None = None
+
+
+def plan_probe(case: Case, seed: int, nonce: int, outputs: frozenset[str],
+               read_only_floats: frozenset[str], device: str, repeats: int | None) -> ProbePlan:
+    rng = random.Random(nonce * 7919 + 17)
+    if repeats is None:
+        repeats = 2 if device.startswith("cuda") else 0
+    return ProbePlan(case, seed, rng.randint(1, 3), read_only_floats, outputs, repeats,
+                     rng.randrange(1 << 30))
+
+
+def _perturb(tensors: dict[str, torch.Tensor], paths: frozenset[str], salt: int) -> None:
+    """Change three elements of each path: to 0.0, to minus itself, to 4x itself plus 0.5."""
+    with torch.no_grad():
+        for path in sorted(paths):
+            t = tensors.get(path)
+            if t is None or t.numel() == 0 or not t.is_floating_point():
+                continue
+            rng = random.Random(f"{salt}:{path}")
+            for k in range(min(3, t.numel())):
+                at = unravel(rng.randrange(t.numel()), tuple(t.shape))
+                old = float(t[at].item()) if t.dim() else float(t.item())
+                new = (0.0, -old, 4.0 * old + 0.5)[k]
+                if t.dim():
+                    t[at] = new
+                else:
+                    t.fill_(new)
+
+
+def _build(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
+           device: str, inputs: dict[str, torch.Tensor]) -> tuple[Any, dict[str, torch.Tensor]]:
+    inv = make_invocation(module, plan.case, plan.seed, device)
+    tensors = dict(iter_tensors(inv.arguments, "arg"))
+    with torch.no_grad():
+        for path, t in tensors.items():
+            if path in inputs and not bitwise_equal(t, inputs[path]):
+                t.copy_(inputs[path])
+        for path in plan.poison:
+            if path in tensors:
+                poison_(tensors[path])
+    return inv, tensors
+
+
+def run_probe(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
+              device: str, inputs: dict[str, torch.Tensor],
+              sync: Callable[[], None] | None) -> ProbeRun:
+    """Run ``plan`` on ``module`` with bare calls; see the module docstring."""
+    out = ProbeRun()
+    keep: list[Any] = []                 # invocations stay alive: no address is reused
+
+    def bare(inv: Any) -> Any:
+        fn = getattr(inv, "timed", None) or inv.call
+        _seed(plan.seed)                 # random draws (dropout) alike in both variants
+        result = fn()
+        if sync is not None:
+            sync()
+        return result
+
+    def record(label: str, result: Any, tensors: dict[str, torch.Tensor],
+               earlier: list[torch.Tensor]) -> list[torch.Tensor]:
+        out.aliases.extend((f"{label} {p}", what) for p, what in
+                           returned_aliases(result, {}, (), earlier))
+        out.steps.append((label, clone_tree(result), {p: clone_tree(t) for p, t in tensors.items()}))
+        return earlier + returned_tensors(result)
+
+    try:
+        inv, tensors = _build(module, plan, make_invocation, device, inputs)
+        keep.append(inv)
+        result = None
+        for _ in range(plan.calls):
+            result = bare(inv)
+        earlier = record(f"bare call {plan.calls}", result, tensors, [])
+        if plan.perturb:
+            _perturb(tensors, plan.perturb, plan.salt)
+            earlier = record("inputs changed in place", bare(inv), tensors, earlier)
+            inv2, tensors2 = _build(module, plan, make_invocation, device, inputs)
+            keep.append(inv2)
+            _perturb(tensors2, plan.perturb, plan.salt + 1)
+            with op_census() as census:
+                result = bare(inv2)
+            out.census = census
+            earlier = record("new inputs, a few elements changed", result, tensors2, earlier)
+        for i in range(plan.repeats):
+            inv3, tensors3 = _build(module, plan, make_invocation, device, inputs)
+            keep.append(inv3)
+            earlier = record(f"identical run {i + 2}", bare(inv3), tensors3, earlier)
+    except BaseException as exc:  # noqa: BLE001 - the caller decides what a failure is
+        out.error = exc
+    return out
+
+
+def compare_probe(ref: ProbeRun, cand: ProbeRun,
+                  compare: Callable[[Any, Any, str], list[Mismatch]]
+                  ) -> list[tuple[str, list[Mismatch]]]:
+    """(step label, mismatches) for each step where the candidate differs from the original."""
+    found = []
+    for (label, r_result, r_args), (_, c_result, c_args) in zip(ref.steps, cand.steps):
+        diffs = compare(r_result, c_result, "return")
+        for path, r in r_args.items():
+            if path in c_args:
+                diffs.extend(compare(r, c_args[path], path))
+        if diffs:
+            found.append((label, diffs))
+    return found
+
+
+def disagrees_with_itself(ref: ProbeRun, compare: Callable[[Any, Any, str], list[Mismatch]]) -> bool:
+    """Whether the original's identical runs differ from its first bare call (it races: its
+    probe values cannot judge a candidate; the main pass forgives within its variation)."""
+    first = ref.steps[0] if ref.steps else None
+    for label, result, args in ref.steps[1:]:
+        if first is None or not label.startswith("identical run"):
+            continue
+        if compare(first[1], result, "return") or \
+                any(compare(first[2][p], t, p) for p, t in args.items() if p in first[2]):
+            return True
+    return False
+
+
+__all__ = ["ProbePlan", "ProbeRun", "compare_probe", "disagrees_with_itself", "plan_probe",
+           "run_probe"]
