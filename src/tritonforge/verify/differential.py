@@ -347,7 +347,8 @@ class _Verifier:
         self._census(ref, cand, case, seed)
 
     def _judge_probe(self, found: list[tuple[str, list[Mismatch]]], case: Case, seed: int) -> None:
-        for label, diffs in found:
+        """The first step that differs names the class: later steps inherit its difference."""
+        for label, diffs in found[:1]:
             if label.startswith("bare call"):
                 self.cheat(CheatKind.WATCHED, f"right under the verifier's guards, wrong on the "
                                               f"bare call the timer and the user make ({label})",
@@ -370,9 +371,12 @@ class _Verifier:
             self.options.allowed_ops
         extra = sorted(op for op in cand.census.ops if op not in known)
         if extra:
-            self.cheat(CheatKind.LIBRARY_OP, f"it runs {', '.join(extra[:6])}, hidden from the "
-                                             f"dispatch recorder but seen by the profiler, which "
-                                             f"the original never uses", case, seed)
+            hidden = [op for op in extra if op not in self.cand_ops]
+            how = (f"{', '.join(hidden[:4])} hidden from the dispatch recorder" if hidden
+                   else "seen by the profiler on a bare call")
+            self.cheat(CheatKind.LIBRARY_OP, f"it runs {', '.join(extra[:6])} ({how}), which the "
+                                             f"original never uses: the work must be done by "
+                                             f"Triton kernels", case, seed)
         foreign = foreign_kernels(cand.census, ref.census, self.candidate)
         if foreign:
             self.cheat(CheatKind.LIBRARY_OP, f"it launches CUDA kernels that are neither its "

@@ -183,5 +183,50 @@ def disagrees_with_itself(ref: ProbeRun, compare: Callable[[Any, Any, str], list
     return False
 
 
-__all__ = ["ProbePlan", "ProbeRun", "compare_probe", "disagrees_with_itself", "plan_probe",
-           "run_probe"]
+def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocation: MakeInvocation,
+                 device: str, inputs: dict[str, torch.Tensor] | None,
+                 sync: Callable[[], None] | None) -> tuple[Any, dict[str, torch.Tensor]]:
+    """One bare call (``Invocation.timed``) on fresh inputs of (case, seed), ``inputs`` imposed:
+    (cloned result, cloned arguments)."""
+    inv = make_invocation(module, case, seed, device)
+    tensors = dict(iter_tensors(inv.arguments, "arg"))
+    with torch.no_grad():
+        for path, t in tensors.items():
+            if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
+                t.copy_(inputs[path])
+    pristine = {p: clone_tree(t) for p, t in tensors.items()} if inputs is None else inputs
+    fn = getattr(inv, "timed", None) or inv.call
+    _seed(seed)
+    result = fn()
+    if sync is not None:
+        sync()
+    return clone_tree(result), {p: clone_tree(t) for p, t in tensors.items()} | \
+        {f"input {p}": t for p, t in pristine.items()}
+
+
+def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
+                         seed: int, make_invocation: MakeInvocation, device: str,
+                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
+    """After the timer called the candidate many times (bare, as it ships), one more bare call
+    on fresh inputs must still match the original's; None if so, else why not. The original
+    runs twice: if it differs from itself there (it races), nothing is judged."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    ref_result, ref_args = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
+    inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
+    again, again_args = bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
+    if compare(ref_result, again, "return") or any(
+            compare(t, again_args[p], p) for p, t in ref_args.items() if not p.startswith("input ")):
+        return None
+    result, args = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
+    diffs = compare(ref_result, result, "return")
+    for p, t in ref_args.items():
+        if not p.startswith("input ") and p in args:
+            diffs.extend(compare(t, args[p], p))
+    if not diffs:
+        return None
+    return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
+            f"from the original's: {diffs[0].output}: {diffs[0].message}")
+
+
+__all__ = ["ProbePlan", "ProbeRun", "bare_outputs", "compare_probe", "disagrees_with_itself",
+           "plan_probe", "run_probe", "shipped_after_timing"]
