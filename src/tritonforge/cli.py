@@ -4,6 +4,7 @@
     tritonforge run --tritonbench NAME        the same for a TritonBench-G record
     tritonforge testgen FILE [--out SPEC]     cases from the file's own test, written as a spec
     tritonforge profile FILE [--case ID]      static stats, ncu metrics, roofline and diagnosis
+    tritonforge verify ORIGINAL CANDIDATE     the search's checks on a candidate (0 accepted, 1 not)
     tritonforge bench baseline ...            baseline sweep over TritonBench-G (resumable)
     tritonforge bench selfcheck ...           time a file against itself: the noise floor
 
@@ -142,6 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="seconds Nsight Compute may take (default 300)")
     prof.add_argument("--out", help="write the profile JSON here (default RUN_DIR/profile.json)")
     _common(prof)
+
+    ver = sub.add_parser("verify", help="check a faster kernel against its original, as the search "
+                                        "does (exit 0 accepted, 1 rejected, 2 bad input)")
+    ver.add_argument("original", help="the original kernel .py file (the oracle)")
+    ver.add_argument("candidate", help="the candidate .py file to check")
+    ver.add_argument("--spec", help="case spec (default: ORIGINAL with .toml, else testgen's cases)")
+    ver.add_argument("--entry", help="entry function (overrides the spec's)")
+    _common(ver)
 
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
@@ -379,6 +388,25 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return EXIT_FAILED if outcome.failure else EXIT_OK
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from .api import verify_candidate
+
+    verdict = verify_candidate(args.original, args.candidate, _settings(args), spec=args.spec,
+                               entry=args.entry)
+    if args.json:
+        print(json.dumps(to_jsonable(verdict), indent=1))
+    else:
+        where = f"{len(verdict.cases)} cases from {'testgen: ' if verdict.generated else ''}" \
+                f"{verdict.spec} on {verdict.device}"
+        if verdict.accepted:
+            print(f"accepted: {verdict.checked} case/seed pairs match the original ({where})")
+        else:
+            print(f"rejected ({where}):")
+            for reason in verdict.reasons:
+                print(f"  {reason.kind}: {reason.message}")
+    return EXIT_OK if verdict.accepted else EXIT_FAILED
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
@@ -401,6 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_profile(args)
         if args.command == "bench":
             return _cmd_bench(args)
+        if args.command == "verify":
+            return _cmd_verify(args)
         parser.error(f"unknown command {args.command}")
     except TritonForgeError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
