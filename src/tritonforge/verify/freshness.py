@@ -81,11 +81,17 @@ def module_tensors(module: types.ModuleType) -> list[torch.Tensor]:
     return found
 
 
-def _atom(value: Any) -> Any:
+def _atom(value: Any, depth: int = 0) -> Any:
+    """A value's identity, or its value for scalars; a container one level down (a counter kept
+    as ``n = [0]`` in a closure or a default argument changes inside, not its identity)."""
     if isinstance(value, _SCALARS):
         return ("v", type(value).__name__, value)
-    if isinstance(value, torch.Tensor) and value.numel() <= _SMALL_TENSOR:
-        return ("t", id(value), value._version)
+    if isinstance(value, torch.Tensor):
+        return ("t", id(value), value._version) if value.numel() <= _SMALL_TENSOR else ("o", id(value))
+    if depth == 0 and isinstance(value, (list, tuple, set, frozenset, dict)):
+        items = itertools.chain.from_iterable(value.items()) if isinstance(value, dict) else value
+        return ("c", id(value), len(value),
+                tuple(_atom(x, 1) for x in itertools.islice(items, 16)))
     return ("o", id(value))
 
 
@@ -128,7 +134,7 @@ def returned_aliases(result: Any, arguments: dict[str, torch.Tensor],
 
 def subclassed(result: Any) -> tuple[tuple[str, str], ...]:
     """(return path, type name) of returned tensors that are not exactly ``torch.Tensor``."""
-    return tuple((path, type(t).__qualname__) for path, t in iter_tensors(result, "return")
+    return tuple((path, type(t).__name__) for path, t in iter_tensors(result, "return")
                  if type(t) is not torch.Tensor)
 
 
