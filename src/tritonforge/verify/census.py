@@ -36,6 +36,9 @@ PROFILER_PLUMBING = frozenset({
 })
 # CUDA activities that are copies and fills, not computation
 _COPY_KERNELS = ("Memcpy", "Memset", "memcpy", "memset")
+# kernels of PyTorch's own (ATen, CUB): an aten op launched them even where the profiler did not
+# tie them to it; what such an op computes is judged by the op census, not here
+_ATEN_KERNEL_MARKS = ("at::", "at_cuda_detail", "cub::", "native::")
 
 
 @dataclass
@@ -96,7 +99,8 @@ def _fill(census: Census, prof) -> None:
         elif evt.device_type == DeviceType.CUDA:
             kernels.add(evt.name)
     census.loose_kernels = {k for k in kernels - launched_by_ops
-                            if not k.startswith(_COPY_KERNELS)}
+                            if not k.startswith(_COPY_KERNELS)
+                            and not any(mark in k for mark in _ATEN_KERNEL_MARKS)}
 
 
 def triton_kernel_names(module: types.ModuleType) -> frozenset[str]:

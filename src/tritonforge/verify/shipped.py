@@ -6,19 +6,21 @@ allocations; a variant can notice them and compute the right thing only then, wh
 same sequence of BARE calls (no mode, no hook, no recorder: ``Invocation.timed`` where the
 invocation has one) on the original and on the candidate, and compares every step:
 
-1. ``calls`` bare calls in a row on one invocation (1 to 3, drawn from the verification's nonce:
+1. ``calls`` bare calls in a row on one invocation (1 or 2, drawn from the verification's nonce:
    the candidate cannot know which call is compared); only the last is compared. A difference
    is ``watched``.
 2. A few elements of every read-only floating input changed in place (one to exact zero, one
    negated, one scaled), then one more call on the same tensors: a result that does not follow
-   came from a cache keyed on shape, address or sampled elements (``stateful``).
-3. A fresh invocation of the same inputs, other elements changed, one call: new tensors that
-   differ from the first in a few elements (``stateful``). This call is profiled
-   (verify.census): aten ops hidden from the dispatch recorder, and CUDA kernels that are
-   neither aten's nor the module's Triton kernels, are ``library_op``.
-4. On a GPU, ``repeats`` more fresh invocations of the step-1 inputs, one call each: a result
+   came from a cache keyed on shape, address or sampled elements (``stateful``; a cache keyed
+   on new addresses changes the module's state on every call and is ``call_state`` in the main
+   pass). This call is profiled (verify.census): aten ops hidden from the dispatch recorder, and
+   CUDA kernels that are neither aten's nor the module's Triton kernels, are ``library_op``.
+3. On a GPU, ``repeats`` more fresh invocations of the step-1 inputs, one call each: a result
    that changes between identical runs where the original's agree is a ``race`` (order-dependent
    atomics, a missing barrier) that one run can miss.
+
+The original makes one call in step 1 where it writes no argument (its result does not depend on
+how often it ran); the probe then costs about four calls of each variant on one case.
 
 Results returned by a later step must not share memory with an earlier step's (``aliased``).
 """
@@ -54,6 +56,7 @@ class ProbePlan:
     poison: frozenset[str]           # pure outputs, poisoned before each fresh invocation
     repeats: int                     # GPU: identical runs that must agree
     salt: int                        # where the perturbed elements fall
+    written: frozenset[str] = frozenset()   # arguments the original writes: kept and compared
 
 
 @dataclass
@@ -64,15 +67,17 @@ class ProbeRun:
     aliases: list[tuple[str, str]] = field(default_factory=list)
     census: Census | None = None
     error: BaseException | None = None
+    inputs: dict[str, torch.Tensor] | None = None    # the inputs, when the probe built them
 
 
 def plan_probe(case: Case, seed: int, nonce: int, outputs: frozenset[str],
-               read_only_floats: frozenset[str], device: str, repeats: int | None) -> ProbePlan:
+               read_only_floats: frozenset[str], device: str, repeats: int | None,
+               written: frozenset[str] = frozenset()) -> ProbePlan:
     rng = random.Random(nonce * 7919 + 17)
     if repeats is None:
         repeats = 2 if device.startswith("cuda") else 0
-    return ProbePlan(case, seed, rng.randint(1, 3), read_only_floats, outputs, repeats,
-                     rng.randrange(1 << 30))
+    return ProbePlan(case, seed, rng.randint(1, 2), read_only_floats, outputs, repeats,
+                     rng.randrange(1 << 30), written)
 
 
 def _perturb(tensors: dict[str, torch.Tensor], paths: frozenset[str], salt: int) -> None:
@@ -94,12 +99,13 @@ def _perturb(tensors: dict[str, torch.Tensor], paths: frozenset[str], salt: int)
 
 
 def _build(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
-           device: str, inputs: dict[str, torch.Tensor]) -> tuple[Any, dict[str, torch.Tensor]]:
+           device: str, inputs: dict[str, torch.Tensor] | None
+           ) -> tuple[Any, dict[str, torch.Tensor]]:
     inv = make_invocation(module, plan.case, plan.seed, device)
     tensors = dict(iter_tensors(inv.arguments, "arg"))
     with torch.no_grad():
         for path, t in tensors.items():
-            if path in inputs and not bitwise_equal(t, inputs[path]):
+            if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
                 t.copy_(inputs[path])
         for path in plan.poison:
             if path in tensors:
@@ -108,9 +114,11 @@ def _build(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvoc
 
 
 def run_probe(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
-              device: str, inputs: dict[str, torch.Tensor],
-              sync: Callable[[], None] | None) -> ProbeRun:
-    """Run ``plan`` on ``module`` with bare calls; see the module docstring."""
+              device: str, inputs: dict[str, torch.Tensor] | None,
+              sync: Callable[[], None] | None, *, trusted: bool = False) -> ProbeRun:
+    """Run ``plan`` on ``module`` with bare calls; see the module docstring. ``inputs``: the bits
+    every argument must hold (None: the invocation's own, kept in ``ProbeRun.inputs``).
+    ``trusted`` (the original): one call in step 1 where the plan writes no argument."""
     out = ProbeRun()
     keep: list[Any] = []                 # invocations stay alive: no address is reused
 
@@ -126,26 +134,27 @@ def run_probe(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeIn
                earlier: list[torch.Tensor]) -> list[torch.Tensor]:
         out.aliases.extend((f"{label} {p}", what) for p, what in
                            returned_aliases(result, {}, (), earlier))
-        out.steps.append((label, clone_tree(result), {p: clone_tree(t) for p, t in tensors.items()}))
+        # only what the original writes is kept: inputs can be gigabytes (a KV cache), and the
+        # main pass already holds read-only arguments to bit-identity
+        out.steps.append((label, clone_tree(result),
+                          {p: clone_tree(t) for p, t in tensors.items() if p in plan.written}))
         return earlier + returned_tensors(result)
 
     try:
         inv, tensors = _build(module, plan, make_invocation, device, inputs)
+        if inputs is None:
+            inputs = out.inputs = {p: clone_tree(t) for p, t in tensors.items()}
         keep.append(inv)
         result = None
-        for _ in range(plan.calls):
+        for _ in range(1 if trusted and not plan.written else plan.calls):
             result = bare(inv)
         earlier = record(f"bare call {plan.calls}", result, tensors, [])
         if plan.perturb:
             _perturb(tensors, plan.perturb, plan.salt)
-            earlier = record("inputs changed in place", bare(inv), tensors, earlier)
-            inv2, tensors2 = _build(module, plan, make_invocation, device, inputs)
-            keep.append(inv2)
-            _perturb(tensors2, plan.perturb, plan.salt + 1)
             with op_census() as census:
-                result = bare(inv2)
+                result = bare(inv)
             out.census = census
-            earlier = record("new inputs, a few elements changed", result, tensors2, earlier)
+            earlier = record("inputs changed in place", result, tensors, earlier)
         for i in range(plan.repeats):
             inv3, tensors3 = _build(module, plan, make_invocation, device, inputs)
             keep.append(inv3)
