@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DEVICE
 from tritonforge import cli
 
 HERE = Path(__file__).parent / "cli_kernels"
+
+# a CPU end-to-end test (the worker runs the interpreter): not repeated in the GPU verify step
+pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="the CPU end-to-end run of the command")
 
 
 @pytest.fixture(scope="module")
