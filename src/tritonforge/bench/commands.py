@@ -230,7 +230,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         # its final check included (search.budget)
         def one(task, remaining):
             proposers = build_proposers(settings, work_dir)
-            opt = Optimizer(task, settings, evaluators, proposers, store, _say,
+            opt = Optimizer(task, settings, evaluators, proposers, store,
+                            lambda event: _say(event.message) if event.message else None,
                             make_final_evaluator=fresh, known_baseline=_sweep_times(args, task))
             try:
                 return opt.run(args.per_kernel)
