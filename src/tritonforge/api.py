@@ -120,6 +120,7 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
     file, diff and reports go (default ``RUN_DIR/output``). Bad arguments and unwritable
     directories raise ``ConfigError`` before any kernel runs (docs/API.md).
     """
+    from .report.gather import gather_extras
     from .report.optimize import write_outputs
     from .search.loop import Optimizer, make_evaluators
     from .runtime.service import resolve_device
@@ -144,6 +145,7 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
                                   store, progress, make_final_evaluator=fresh)
             result = optimizer.run(budget_s)
             info = evaluators[0].worker.info
+            extras = gather_extras(store, result)
         finally:
             record_llm_usage(store, task.name, proposers)
             from .runtime.perf_inputs import remove_for
@@ -153,7 +155,7 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
                 e.close()
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
     device_name = info.name if info else device
-    paths = write_outputs(result, out or run_dir / "output", name, device_name)
+    paths = write_outputs(result, out or run_dir / "output", name, device_name, extras=extras)
     return result, paths, device_name
 
 
