@@ -263,7 +263,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if cases:
         unknown = [c for c in cases if c not in {k.id for k in task.cases}]
         if unknown:
-            raise TritonForgeError(f"unknown case ids: {', '.join(unknown)}",
+            from .errors import InputError
+
+            raise InputError(f"unknown case ids: {', '.join(unknown)}",
                                    hint="known: " + ", ".join(c.id for c in task.cases))
     outcome = run_original(task, settings, with_performance=args.perf, case_ids=cases)
     result = outcome.evaluation.results[0]
@@ -345,9 +347,10 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         display.close()
     if original_fails(result):
         print(json.dumps(to_jsonable(result), indent=1) if args.json else "", end="")
-        say(f"error: the original fails every case ({result.stop_reason}; "
-            f"{'; '.join(n for n in result.notes if 'original fails' in n)[:300]}); "
-            f"fix the kernel or its spec first (tritonforge run {args.file or ''} shows each case)")
+        why = "; ".join([result.stop_reason] + [n for n in result.notes if "original fails" in n])
+        say(f"error: the original fails every case ({why[:400]}) (fix: the kernel or its spec; "
+            f"`tritonforge run {args.file or '--tritonbench ' + str(args.tritonbench)}` shows "
+            "each case)")
         return EXIT_FAILED
     if args.json:
         print(json.dumps(to_jsonable(result), indent=1))
