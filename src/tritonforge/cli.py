@@ -27,7 +27,7 @@ original, and keeps what is faster. Without a GPU, kernels run through Triton's 
 
 EPILOG = """examples:
   tritonforge optimize src/tritonforge/examples/sin_block4.py      the main job, on a bundled example
-  tritonforge optimize kernel.py --budget 300 --out faster/       at most 5 minutes, outputs in faster/
+  tritonforge optimize kernel.py --budget 300 --out faster/        at most 5 minutes, outputs in faster/
   tritonforge run kernel.py                                        run the cases once, print a table
   tritonforge testgen kernel.py                                    write kernel.toml from the file's test
   tritonforge check kernel.py --baseline tf-baseline.json          CI: re-verify, fail on a regression
@@ -119,7 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cases", help="comma-separated case ids")
     _common(run)
 
-    opt = sub.add_parser("optimize", help="make a kernel file faster, verified (the main job)")
+    opt = sub.add_parser(
+        "optimize", help="make a kernel file faster, verified (the main job)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time the kernel file's launcher, propose rewritten variants, verify each "
+                    "against the original, time it, keep what is faster; writes the faster file, "
+                    "a diff and report.{json,md,html} under --out (default RUN_DIR/output).",
+        epilog="examples:\n"
+               "  tritonforge optimize src/tritonforge/examples/sin_block4.py\n"
+               "  tritonforge optimize kernel.py --spec cases.toml --budget 300 --out faster/\n"
+               "  tritonforge optimize --tritonbench softmax_triton1 --device cuda\n\n"
+               "exit codes: 0 done (faster or not: the output says which); 1 the original "
+               "fails every case; 2 bad input; 3 missing package, tool or device; 4 worker "
+               "failure; 5 run-store problem; 130 interrupted (run it again to resume)")
     opt.add_argument("file", nargs="?", help="the kernel .py file")
     opt.add_argument("--spec", help="case spec (default: FILE with .toml)")
     opt.add_argument("--entry", help="entry function (overrides the spec's)")

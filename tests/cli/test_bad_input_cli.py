@@ -184,3 +184,15 @@ def test_rounds_above_the_interpreter_cap_are_announced(capsys, kernel, tmp_path
                  str(tmp_path / "r"), "--budget", "0.001"])
     err = capsys.readouterr().err
     assert code == 0 and "5 rounds asked for; the CPU interpreter runs at most 2" in err
+
+
+def test_help_shows_examples_and_exit_codes(capsys):
+    import pytest as _pytest
+
+    with _pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert "examples:" in out and "exit codes:" in out and "130 interrupted" in out
+    assert "tritonforge optimize src/tritonforge/examples/sin_block4.py" in out
+    assert "``" not in out                       # no developer docstring

@@ -20,6 +20,10 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BINARIES = ("/usr/lib/chromium/chromium",)   # Debian's binary behind its launcher script
 
 
+def have_browser() -> bool:
+    return any(os.access(p, os.X_OK) for p in BINARIES) or any(map(shutil.which, BROWSERS))
+
+
 def browser() -> str:
     for path in BINARIES:
         if os.access(path, os.X_OK):
