@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="copies of the original timed side by side in one request, as a "
                             "search round times its candidates (2 to 8; default 2)")
     _common(selfc)
-    bopt = bsub.add_parser("optimize", help="optimize a TritonBench-G subset (BENCHMARK.md figures)")
+    bopt = bsub.add_parser("optimize", help="optimize a TritonBench-G subset (docs/BENCHMARK.md figures)")
     bopt.add_argument("--names", help="comma-separated record names (default: the subset rule)")
     bopt.add_argument("--baseline-store", default=".gpu-store/baseline/store.sqlite",
                       help="run store of a baseline sweep: the subset is drawn from its runnable records")
