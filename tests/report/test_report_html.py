@@ -126,3 +126,13 @@ def test_the_browser_check_sees_a_console_error(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text("<!doctype html><p>x</p><script>console.error('deliberate')</script>")
     assert load(page, tmp_path / "s.png").console == ("deliberate",)
+
+
+def test_history_without_timings_shows_verified_or_failed():
+    from dataclasses import replace
+
+    result, extras = sample_result()
+    untimed = replace(result, history=tuple(replace(h, speedup=None) for h in result.history))
+    page = render_html(untimed, "cpu", "k.py", extras=extras)
+    assert "search history (correctness only)" in page and _marks(page)["history"] == 4
+    assert "speedup over the original" not in page

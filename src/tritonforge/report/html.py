@@ -45,8 +45,26 @@ def _speedup_plot(result, extras: ReportExtras) -> str:
            "dotted: the run's lower confidence bound over all cases</figcaption></figure>"
 
 
+def _correctness_history(result, decided: dict) -> str:
+    """Without timings (CPU interpreter) the history is only verified or not, in order."""
+    points = []
+    for i, h in enumerate(result.history, start=1):
+        ok = h.status is Status.OK
+        rd = decided.get(h.candidate)
+        color = (ACCENT if rd and rd[1].accepted else GOOD) if ok else BAD
+        points.append((i, 1.0 if ok else 0.0, color, f"#{i} {h.description}: {h.status.value}"))
+    svg = scatter("history", points, title="search history (correctness only)",
+                  x_label="candidate, in the order tried", y_label="verified (1) / failed (0)",
+                  reference=None)
+    return ("<figure>" + svg + "<figcaption>no timings in this run (the CPU interpreter's say "
+            "nothing about speed): each candidate is shown as verified (1) or failed (0); dark: "
+            "accepted by correctness</figcaption></figure>")
+
+
 def _history_plot(result, extras: ReportExtras) -> str:
     decided = {d.candidate: (r, d) for r, d in extras.decisions}
+    if result.history and not any(_num(h.speedup) for h in result.history):
+        return _correctness_history(result, decided)
     points, steps, factor = [], [(0.0, 1.0)], 1.0
     for i, h in enumerate(result.history, start=1):
         rd = decided.get(h.candidate)
