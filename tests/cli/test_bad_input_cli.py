@@ -196,3 +196,20 @@ def test_help_shows_examples_and_exit_codes(capsys):
     assert "examples:" in out and "exit codes:" in out and "130 interrupted" in out
     assert "tritonforge optimize src/tritonforge/examples/sin_block4.py" in out
     assert "``" not in out                       # no developer docstring
+
+
+@pytest.mark.parametrize("table, fix", [("[tolerance.float32]\natol = 1e-4\nrtoll = 1e-4\n",
+                                         "did you mean 'rtol'?"),
+                                        ("[tolerance.flaot32]\natol = 1e-4\n",
+                                         "did you mean 'float32'?")])
+def test_tolerance_typos_are_refused(capsys, kernel, table, fix):
+    (kernel.parent / "k.toml").write_text(SPEC + table)
+    line = _error_line(capsys, ["run", kernel, "--device", "cpu"], 2)
+    assert "unknown key" in line and fix in line
+
+
+def test_a_settings_file_typo_gets_did_you_mean(capsys, kernel, tmp_path):
+    cfg = tmp_path / "tf.toml"
+    cfg.write_text("case_timout_s = 30\n")
+    line = _error_line(capsys, ["run", kernel, "--device", "cpu", "--config", cfg], 2)
+    assert "unknown setting 'case_timout_s'" in line and "did you mean 'case_timeout_s'?" in line

@@ -155,6 +155,9 @@ def parse_spec(text: str, origin: str = "<spec>") -> SpecDocument:
                           seeds=tuple(raw.get("seeds", case_seeds)), label=label))
     tolerances = []
     for dtype, tol in sorted(data.get("tolerance", {}).items()):
+        _check_keys({dtype: None}, _DTYPES, "tolerance: ", origin)
+        if isinstance(tol, dict):
+            _check_keys(tol, {"atol", "rtol", "rel_norm"}, f"tolerance.{dtype}: ", origin)
         try:
             tolerances.append((dtype, Tolerance(float(tol["atol"]), float(tol["rtol"]),
                                                 float(tol["rel_norm"]))))

@@ -1,3 +1,0 @@
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
