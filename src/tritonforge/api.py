@@ -43,7 +43,9 @@ def load_task(path: str | Path | None = None, *, spec: str | Path | None = None,
     """A task from a kernel file (+ spec) or from a TritonBench-G record name."""
     if tritonbench:
         return load_tasks([tritonbench])[0]
-    assert path is not None
+    if path is None:
+        raise InputError("give a kernel file or a TritonBench-G name",
+                         hint="load_task('kernel.py') or load_task(tritonbench='NAME')")
     return task_from_file(path, spec, entry)
 
 
@@ -172,7 +174,6 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     """
     from dataclasses import replace as _replace
 
-    from .errors import InputError
     from .tasks.source import read_source, summarize_source
     from .tasks.tritonbench import split_source
     from .testgen.generate import TestgenOptions, generate

@@ -2,8 +2,6 @@
 the documented exit code (README, `tritonforge --help`), and is caught before any kernel runs."""
 
 import time
-from pathlib import Path
-
 import pytest
 
 from tritonforge.cli import main

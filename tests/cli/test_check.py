@@ -10,7 +10,7 @@ import pytest
 
 from tritonforge.ci_check import CaseCheck, _timed_case
 from tritonforge.cli import main
-from tritonforge.model import DeviceInfo, Status, Timing, TimingMethod, VariantResult
+from tritonforge.model import Status, Timing, TimingMethod, VariantResult
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples"
 

@@ -6,8 +6,6 @@ import json
 import re
 from html.parser import HTMLParser
 
-import pytest
-
 from tritonforge.report.gather import median_ratio_bounds
 from tritonforge.report.html import render_html
 from tritonforge.report.optimize import write_outputs
