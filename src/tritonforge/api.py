@@ -56,7 +56,8 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
 
 
 def build_proposers(settings: Settings, run_dir: Path) -> list:
-    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
+    """The rule engine always, the config search unless ``settings.config_search`` is off; an
+    LLM proposer too when a model (or a replay) is configured.
 
     The LLM comes first: the loop asks proposers in order until the round is full, and the rule
     engine alone fills a round on most kernels; asked first, the LLM takes its
@@ -65,6 +66,11 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     from .search.rules import RuleProposer
 
     proposers: list = [RuleProposer()]
+    if settings.config_search:
+        # after the rules: their targeted moves first, the ranked joint configs fill the round
+        from .search.config_search import ConfigSearchProposer
+
+        proposers.append(ConfigSearchProposer(settings.config_search_per_round))
     if settings.llm_model or settings.llm_replay:
         from .llm.factory import build_proposer
 

@@ -320,9 +320,10 @@ def test_build_proposers_asks_the_llm_first_and_turns_it_on_for_a_replay(tmp_pat
     from tritonforge.api import build_proposers
 
     live = Settings(llm_model="m", llm_base_url="http://127.0.0.1:9/v1", llm_api_key_env="")
-    assert [p.name for p in build_proposers(live, tmp_path)] == ["llm:m", "rules"]
+    assert [p.name for p in build_proposers(live, tmp_path)] == ["llm:m", "rules", "config-search"]
     transcript = tmp_path / "transcript.jsonl"
     transcript.write_text("")
     replay = Settings(llm_replay=str(transcript))
-    assert [p.name for p in build_proposers(replay, tmp_path)] == ["llm:replay", "rules"]
-    assert [p.name for p in build_proposers(Settings(), tmp_path)] == ["rules"]
+    assert [p.name for p in build_proposers(replay, tmp_path)] == ["llm:replay", "rules", "config-search"]
+    assert [p.name for p in build_proposers(Settings(), tmp_path)] == ["rules", "config-search"]
+    assert [p.name for p in build_proposers(Settings(config_search=False), tmp_path)] == ["rules"]

@@ -1,0 +1,220 @@
+"""The config-search proposer: many ranked launch configs per round, for any kernel (driver side).
+
+Where the rule proposer (``search.rules``) moves one knob at a time, this proposer searches the
+joint space of every launch site (``search.config_space``: tile sizes written at the launch,
+num_warps, num_stages), prunes it against the device before anything compiles, ranks it with a
+cheap model and returns the best ``context.budget`` configs as candidates, each made by the
+transforms the rules use (``constexpr_override`` for each tile, then ``launch_params``). It needs
+no kernel name or pattern: only the launch analysis. Why: overriding num_warps/num_stages alone,
+no code change, made 4 of 6 TritonBench-G kernels probed at least 1.05x faster on their three
+largest cases (H200, DESIGN.md); the rules' one-knob steps and their handful of candidates per
+round stop short of such configs on kernels they were not tuned on.
+
+Across rounds it remembers every config it proposed (by site and values) and what the loop
+measured for it (``context.history``: speedup or failure), and never proposes a config twice.
+Round 1 spreads the budget over the model's ranking (at most a few configs per tile combination,
+so warps and stages do not fill a round for one tile). Later rounds are a local search: the
+ranking is re-weighted towards the neighbours of the configs that measured fastest (the accepted
+incumbent's own config is the new centre, since its launch now holds it), and away from configs
+near ones that failed. ``context.config_search_only`` (a near-roofline stop) changes nothing here:
+the loop then runs one round of this search alone.
+
+Launch sites are served in turn (round-robin), those of kernels the profile saw launched first.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+from dataclasses import dataclass
+
+from ..model import Candidate, ProposalContext, RepairRequest, Status
+from .config_space import LaunchConfig, RankedConfig, problem_elements, rank_site, site_space
+
+log = logging.getLogger(__name__)
+
+ORIGIN = "config-search"
+PER_TILE = 3                # configs per tile combination in one round, before the rest fill it
+NEAR_BEST = 0.6             # weight of a measured gain on its neighbours' rank (per log2 speedup)
+NEAR_FAILED = 0.3           # penalty of a failure on its neighbours' rank
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """One config this proposer made into a candidate."""
+
+    candidate: str          # hash
+    config: LaunchConfig
+    round: int
+
+
+def apply_config(source: str, config: LaunchConfig, base: LaunchConfig) -> str:
+    """``source`` with ``config`` written at its launch site (TransformError when a step cannot
+    be made): each changed tile through ``constexpr_override`` (the grid follows), then
+    num_warps/num_stages through ``launch_params``."""
+    from ..analyze import analyze_source
+    from ..errors import TransformError
+    from ..transforms import get
+
+    old = dict(base.blocks)
+    steps = [("constexpr_override", {"name": n, "value": v, "site": config.site})
+             for n, v in config.blocks if old.get(n) != v]
+    options = {}
+    if config.num_warps != base.num_warps:
+        options["num_warps"] = config.num_warps
+    if config.num_stages != base.num_stages:
+        options["num_stages"] = config.num_stages
+    if options:
+        steps.append(("launch_params", {**options, "site": config.site}))
+    for name, params in steps:
+        analysis = analyze_source(source)
+        transform = get(name)
+        ok = transform.applies(analysis, **params)
+        if not ok:
+            raise TransformError(f"{name} {params}: {ok.reason}")
+        source = transform.apply(source, analysis, **params)
+    return source
+
+
+class ConfigSearchProposer:
+    """Ranked joint launch configs for every launch site; see the module docstring."""
+
+    name = "config-search"
+
+    def __init__(self, max_per_round: int = 32, per_tile: int = PER_TILE):
+        self.max_per_round = max_per_round
+        self.per_tile = per_tile
+        self._proposed: dict[str, Proposed] = {}        # candidate hash -> config
+        self._keys: set[tuple] = set()                  # (kernel, config key) ever proposed
+        self.dropped = 0                                # configs pruned before compiling, all rounds
+
+    # -------------------------------------------------------------- what was measured
+    def _outcomes(self, context: ProposalContext) -> tuple[list[tuple[LaunchConfig, float]],
+                                                           list[LaunchConfig]]:
+        """(configs measured OK with their speedup, configs that failed) from the history."""
+        good, bad = [], []
+        for h in context.history:
+            p = self._proposed.get(h.candidate)
+            if p is None:
+                continue
+            if h.status is Status.OK and h.speedup is not None:
+                good.append((p.config, h.speedup))
+            elif h.status.is_failure and h.status is not Status.PRUNED:
+                bad.append(p.config)
+        return good, bad
+
+    def _rerank(self, ranked: list[RankedConfig], good, bad) -> list[RankedConfig]:
+        if not good and not bad:
+            return ranked
+        out = []
+        for r in ranked:
+            bonus = 0.0
+            for cfg, speedup in good:
+                if cfg.site == r.config.site and cfg.kernel == r.config.kernel and speedup > 1.0:
+                    bonus = max(bonus, NEAR_BEST * math.log2(speedup) * 8
+                                * math.exp(-r.config.distance(cfg)))
+            for cfg in bad:
+                if cfg.site == r.config.site and cfg.kernel == r.config.kernel:
+                    bonus -= NEAR_FAILED * math.exp(-r.config.distance(cfg))
+            out.append(RankedConfig(r.config, r.score + bonus, r.why))
+        return sorted(out, key=lambda r: -r.score)
+
+    # -------------------------------------------------------------- proposing
+    def _site_lists(self, context: ProposalContext) -> list[tuple[LaunchConfig, list[RankedConfig]]]:
+        from ..analyze import analyze_source
+        from .prune import limits_for_hardware, task_element_bytes
+        from .rules import profiled_kernels
+
+        source = context.incumbent.source
+        analysis = analyze_source(source)
+        tree = ast.parse(source)
+        limits = limits_for_hardware(context.hardware)
+        nbytes = task_element_bytes(context.task)
+        problem = problem_elements(context.task)
+        profiled = profiled_kernels(context.profile)
+        good, bad = self._outcomes(context)
+        lists = []
+        for knobs in analysis.knobs:
+            space = site_space(analysis, knobs, tree)
+            if space is None or space.size <= 1:
+                continue
+            ranked, dropped = rank_site(tree, space, limits, nbytes, context.diagnosis, problem,
+                                        context.hardware.sm_count)
+            self.dropped += len(dropped)
+            if dropped:
+                log.info("%s launch %d: %d config(s) pruned before compiling, e.g. %s",
+                         space.kernel, space.site, len(dropped), dropped[0].reason[:160])
+            ranked = [r for r in ranked if (space.kernel, r.config.key) not in self._keys]
+            lists.append((space.current, self._rerank(ranked, good, bad),
+                          bool(profiled) and space.kernel not in profiled))
+        lists.sort(key=lambda x: x[2])        # sites of kernels the profile saw first (stable)
+        return [(cur, ranked) for cur, ranked, _ in lists]
+
+    def _pick(self, ranked: list[RankedConfig], n: int) -> list[RankedConfig]:
+        """The best ``n``, at most ``per_tile`` per tile combination unless too few remain."""
+        first, rest, per = [], [], {}
+        for r in ranked:
+            t = r.config.blocks
+            if per.get(t, 0) < self.per_tile:
+                per[t] = per.get(t, 0) + 1
+                first.append(r)
+            else:
+                rest.append(r)
+        return (first + rest)[:n]
+
+    def propose(self, context: ProposalContext) -> list[Candidate]:
+        budget = min(context.budget, self.max_per_round)
+        if budget <= 0:
+            return []
+        sites = self._site_lists(context)
+        if not sites:
+            return []
+        picks = [self._pick(ranked, budget) for _, ranked in sites]
+        tried = {h.candidate for h in context.history} | {context.incumbent.hash}
+        out: list[Candidate] = []
+        source = context.incumbent.source
+        depth = 0
+        while len(out) < budget and any(depth < len(p) for p in picks):
+            for (current, _), pick in zip(sites, picks):
+                if depth >= len(pick) or len(out) >= budget:
+                    continue
+                r = pick[depth]
+                cand = self._candidate(source, r, current, context)
+                if cand is not None and cand.hash not in tried:
+                    tried.add(cand.hash)
+                    out.append(cand)
+            depth += 1
+        return out
+
+    def _candidate(self, source: str, r: RankedConfig, current: LaunchConfig,
+                   context: ProposalContext) -> Candidate | None:
+        from ..errors import TransformError
+
+        cfg = r.config
+        self._keys.add((cfg.kernel, cfg.key))
+        try:
+            new = apply_config(source, cfg, current)
+        except TransformError as exc:
+            log.debug("config %s not applied: %s", cfg, exc)
+            return None
+        if new == source:
+            return None
+        changes = ", ".join(cfg.changes(current))
+        cand = Candidate(new, ORIGIN, context.incumbent.hash,
+                         f"config {changes} at launch {cfg.site} ({cfg.kernel}; model {r.score:+.2f}"
+                         + (f": {r.why}" if r.why else "") + ")")
+        self._proposed[cand.hash] = Proposed(cand.hash, cfg, context.round)
+        return cand
+
+    def config_of(self, candidate_hash: str) -> LaunchConfig | None:
+        p = self._proposed.get(candidate_hash)
+        return p.config if p else None
+
+    def repair(self, request: RepairRequest) -> Candidate | None:
+        """None: a config that fails is repaired by the literal rules of ``search.repair``
+        (fewer stages, smaller tiles, powers of two), which run before any proposer's."""
+        return None
+
+
+__all__ = ["ConfigSearchProposer", "apply_config"]
