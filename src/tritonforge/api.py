@@ -67,10 +67,11 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
 
     proposers: list = [RuleProposer()]
     if settings.config_search:
-        # after the rules: their targeted moves first, the ranked joint configs fill the round
+        # before the rules, for its share of the round: the rules fill the rest
         from .search.config_search import ConfigSearchProposer
 
-        proposers.append(ConfigSearchProposer(settings.config_search_per_round))
+        proposers.insert(0, ConfigSearchProposer(settings.config_search_per_round,
+                                                 share=settings.config_search_share))
     if settings.llm_model or settings.llm_replay:
         from .llm.factory import build_proposer
 

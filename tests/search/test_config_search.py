@@ -169,5 +169,31 @@ def test_later_rounds_search_around_the_fastest_measured_config(tmp_path):
 def test_the_proposal_context_has_the_config_search_only_flag(tmp_path):
     ctx = _context(_task(tmp_path, "ROWOP"), cs_samples.ROWOP)
     assert ctx.config_search_only is False
-    cands = ConfigSearchProposer().propose(dataclasses.replace(ctx, config_search_only=True))
-    assert cands     # the one round a near-roofline stop still runs
+    only = dataclasses.replace(ctx, config_search_only=True)
+    assert ConfigSearchProposer().propose(only)     # the one round a near-roofline stop runs
+    from tritonforge.search.rules import RuleProposer
+
+    assert RuleProposer().propose(ctx) and RuleProposer().propose(only) == []
+
+
+@pytest.mark.slow
+def test_the_loop_runs_the_config_search_end_to_end_on_the_interpreter(tmp_path):
+    """One round through the real loop (worker process, verification against the original,
+    the interpreter's correctness-only acceptance) with the config search alone."""
+    from tritonforge.config import Settings
+    from tritonforge.runtime.service import Evaluator
+    from tritonforge.search.loop import Optimizer
+    from tritonforge.store import RunStore
+
+    task = _task(tmp_path, "ROWOP", spec=SPECS["ROWOP"].split("[[case]]\nid = \"p\"")[0])
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120, seeds=1)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            result = Optimizer(task, settings, [ev], [ConfigSearchProposer()], store,
+                               candidates_per_round=3).run()
+        finally:
+            ev.close()
+    assert result.best.hash != result.original.hash
+    assert result.final is not None and result.final.accepted
+    assert result.best.origin == "config-search" and "CHUNK=32" not in result.best.source

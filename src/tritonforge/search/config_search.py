@@ -16,10 +16,12 @@ Round 1 spreads the budget over the model's ranking (at most a few configs per t
 so warps and stages do not fill a round for one tile). Later rounds are a local search: the
 ranking is re-weighted towards the neighbours of the configs that measured fastest (the accepted
 incumbent's own config is the new centre, since its launch now holds it), and away from configs
-near ones that failed. ``context.config_search_only`` (a near-roofline stop) changes nothing here:
-the loop then runs one round of this search alone.
+near ones that failed. ``context.config_search_only`` (a near-roofline stop: one round of this
+search alone, the rule proposer returns nothing) gives it the whole budget.
 
 Launch sites are served in turn (round-robin), those of kernels the profile saw launched first.
+Asked before the rules (``api.build_proposers``), it takes ``share`` of the round's budget
+(``Settings.config_search_share``) and leaves the rest, and whatever it cannot fill, to them.
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ class ConfigSearchProposer:
 
     name = "config-search"
 
-    def __init__(self, max_per_round: int = 32, per_tile: int = PER_TILE):
+    def __init__(self, max_per_round: int = 32, per_tile: int = PER_TILE, share: float = 1.0):
         self.max_per_round = max_per_round
         self.per_tile = per_tile
+        self.share = share          # of the round's budget taken (all of it for a config-only round)
         self._proposed: dict[str, Proposed] = {}        # candidate hash -> config
         self._keys: set[tuple] = set()                  # (kernel, config key) ever proposed
         self.dropped = 0                                # configs pruned before compiling, all rounds
@@ -164,7 +167,8 @@ class ConfigSearchProposer:
         return (first + rest)[:n]
 
     def propose(self, context: ProposalContext) -> list[Candidate]:
-        budget = min(context.budget, self.max_per_round)
+        share = 1.0 if context.config_search_only else self.share
+        budget = min(math.ceil(context.budget * share), self.max_per_round)
         if budget <= 0:
             return []
         sites = self._site_lists(context)

@@ -428,6 +428,8 @@ class RuleProposer:
 
         from .prune import over_keys, check_source, limits_for_hardware, prune_candidate, task_element_bytes
 
+        if context.config_search_only:
+            return []     # a near-roofline stop: the round belongs to the config search
         source = context.incumbent.source
         analysis = analyze_source(source)
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
