@@ -197,3 +197,18 @@ def test_the_loop_runs_the_config_search_end_to_end_on_the_interpreter(tmp_path)
     assert result.best.hash != result.original.hash
     assert result.final is not None and result.final.accepted
     assert result.best.origin == "config-search" and "CHUNK=32" not in result.best.source
+
+
+def test_a_num_warps_the_wrapper_computes_is_searched_too(tmp_path, load):
+    import torch
+
+    src = cs_samples.ROWOP.replace("num_warps=2, num_stages=2", "num_warps=nw, num_stages=2") \
+        .replace("    rows, cols = x.shape\n", "    rows, cols = x.shape\n    nw = 4 if cols > 64 else 2\n")
+    assert "num_warps=nw" in src and "nw = 4" in src
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "ROWOP", src), src))
+    computed = [c for c in cands if "num_warps (computed) ->" in c.description]
+    assert computed and len(cands) >= 20
+    cand = computed[0]
+    assert "num_warps=nw" not in cand.source
+    expected = _run(load, "ROWOP", src)
+    torch.testing.assert_close(_run(load, "ROWOP", cand.source), expected)

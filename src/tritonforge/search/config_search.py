@@ -51,32 +51,55 @@ class Proposed:
     round: int
 
 
-def apply_config(source: str, config: LaunchConfig, base: LaunchConfig) -> str:
+def apply_config(source: str, config: LaunchConfig, base: LaunchConfig,
+                 memo: dict | None = None) -> str:
     """``source`` with ``config`` written at its launch site (TransformError when a step cannot
-    be made): each changed tile through ``constexpr_override`` (the grid follows), then
-    num_warps/num_stages through ``launch_params``."""
+    be made): each changed tile through ``constexpr_override`` (the grid follows; ``memo``
+    keeps those rewrites, which several configs of a round share), then num_warps/num_stages by
+    their text (``transforms.launch_fast``), or through ``launch_params`` where that cannot."""
     from ..analyze import analyze_source
     from ..errors import TransformError
+    from ..model import content_hash
     from ..transforms import get
+    from ..transforms.launch_fast import write_launch_options
 
+    memo = {} if memo is None else memo
     old = dict(base.blocks)
-    steps = [("constexpr_override", {"name": n, "value": v, "site": config.site})
-             for n, v in config.blocks if old.get(n) != v]
+    for n, v in config.blocks:
+        if old.get(n) == v:
+            continue
+        key = (content_hash(source), n, v, config.site)
+        if key not in memo:
+            params = {"name": n, "value": v, "site": config.site}
+            analysis = analyze_source(source)
+            transform = get("constexpr_override")
+            ok = transform.applies(analysis, **params)
+            memo[key] = transform.apply(source, analysis, **params) if ok else \
+                TransformError(f"constexpr_override {params}: {ok.reason}")
+        if isinstance(memo[key], TransformError):
+            raise memo[key]
+        source = memo[key]
     options = {}
-    if config.num_warps != base.num_warps:
+    if config.num_warps != base.num_warps and config.num_warps:
         options["num_warps"] = config.num_warps
-    if config.num_stages != base.num_stages:
+    if config.num_stages != base.num_stages and config.num_stages:
         options["num_stages"] = config.num_stages
-    if options:
-        steps.append(("launch_params", {**options, "site": config.site}))
-    for name, params in steps:
-        analysis = analyze_source(source)
-        transform = get(name)
-        ok = transform.applies(analysis, **params)
-        if not ok:
-            raise TransformError(f"{name} {params}: {ok.reason}")
-        source = transform.apply(source, analysis, **params)
-    return source
+    if not options:
+        return source
+    analysis = analyze_source(source) if ("analysis", content_hash(source)) not in memo \
+        else memo[("analysis", content_hash(source))]
+    memo[("analysis", content_hash(source))] = analysis
+    site = analysis.site(config.site)
+    ordinal = [s.index for s in analysis.sites_of(config.kernel)].index(config.site)
+    fast = None if site.alias_partners else \
+        write_launch_options(source, config.kernel, ordinal, options)
+    if fast is not None:
+        return fast
+    transform = get("launch_params")
+    ok = transform.applies(analysis, **options, site=config.site)
+    if not ok:
+        raise TransformError(f"launch_params {options}: {ok.reason}")
+    return transform.apply(source, analysis, **options, site=config.site)
 
 
 class ConfigSearchProposer:
@@ -90,6 +113,7 @@ class ConfigSearchProposer:
         self.share = share          # of the round's budget taken (all of it for a config-only round)
         self._proposed: dict[str, Proposed] = {}        # candidate hash -> config
         self._keys: set[tuple] = set()                  # (kernel, config key) ever proposed
+        self._memo: dict = {}                           # tile rewrites and analyses, this round
         self.dropped = 0                                # configs pruned before compiling, all rounds
 
     # -------------------------------------------------------------- what was measured
@@ -174,6 +198,7 @@ class ConfigSearchProposer:
         sites = self._site_lists(context)
         if not sites:
             return []
+        self._memo = {}
         picks = [self._pick(ranked, budget) for _, ranked in sites]
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
         out: list[Candidate] = []
@@ -198,7 +223,7 @@ class ConfigSearchProposer:
         cfg = r.config
         self._keys.add((cfg.kernel, cfg.key))
         try:
-            new = apply_config(source, cfg, current)
+            new = apply_config(source, cfg, current, self._memo)
         except TransformError as exc:
             log.debug("config %s not applied: %s", cfg, exc)
             return None

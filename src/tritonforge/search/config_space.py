@@ -99,22 +99,32 @@ class LaunchConfig:
     def key(self) -> tuple:
         return (self.site, self.blocks, self.num_warps, self.num_stages)
 
+    @property
+    def warps(self) -> int:
+        """num_warps in effect: 0 (the wrapper's computed value, unknown) counts as 4."""
+        return self.num_warps or 4
+
+    @property
+    def stages(self) -> int:
+        """num_stages in effect: 0 (computed by the wrapper) counts as Triton's default, 3."""
+        return self.num_stages or 3
+
     def changes(self, base: "LaunchConfig") -> list[str]:
         """What differs from ``base``, as "NAME old -> new" items."""
         old = dict(base.blocks)
         out = [f"{n} {old.get(n)} -> {v}" for n, v in self.blocks if old.get(n) != v]
         if self.num_warps != base.num_warps:
-            out.append(f"num_warps {base.num_warps} -> {self.num_warps}")
+            out.append(f"num_warps {base.num_warps or '(computed)'} -> {self.num_warps}")
         if self.num_stages != base.num_stages:
-            out.append(f"num_stages {base.num_stages} -> {self.num_stages}")
+            out.append(f"num_stages {base.num_stages or '(computed)'} -> {self.num_stages}")
         return out
 
     def distance(self, other: "LaunchConfig") -> float:
         """Steps between two configs of one site, in powers of two (stages count one each)."""
         theirs = dict(other.blocks)
         d = sum(abs(math.log2(v) - math.log2(theirs.get(n, v))) for n, v in self.blocks)
-        d += abs(math.log2(self.num_warps) - math.log2(other.num_warps))
-        return d + abs(self.num_stages - other.num_stages)
+        d += abs(math.log2(self.warps) - math.log2(other.warps))
+        return d + abs(self.stages - other.stages)
 
 
 @dataclass(frozen=True)
@@ -160,9 +170,6 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
     site = analysis.site(knobs.site)
     if site.has_star_args or {"num_warps", "num_stages"} & set(kernel.heuristics):
         return None
-    if (knobs.num_warps_given and knobs.num_warps is None) or \
-            (knobs.num_stages_given and knobs.num_stages is None):
-        return None     # computed at the launch: the search would fight the wrapper's choice
     blocks = [c for c in knobs.tunable_constexprs
               if c.block_like and isinstance(c.value, int) and not isinstance(c.value, bool)]
     tiled = len([c for c in knobs.constexprs if c.block_like or "BLOCK" in c.name.upper()]) > 1
@@ -171,13 +178,17 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
     for c in blocks:
         vals = _block_values(c.value, tiled or dot, dot, c.name in kernel.arange_constexprs)
         values.append((c.name, vals))
-    warps = knobs.num_warps or 4
+    # an option the wrapper computes (num_warps=nw) is "0": its value is unknown here, every
+    # config of the search writes a literal over it (cross_entropy1's computed num_warps: a
+    # warps/stages change alone gave 1.095x on its three largest cases, H100)
+    warps = knobs.num_warps or (0 if knobs.num_warps_given else 4)
     pipelined = _may_pipeline(analysis, knobs.kernel)
-    stages = knobs.num_stages or 3
+    stages = knobs.num_stages or (0 if knobs.num_stages_given else 3)
     return SiteSpace(
         site=knobs.site, kernel=knobs.kernel, blocks=tuple(values),
         current_blocks=tuple((c.name, c.value) for c in blocks),
-        warps=tuple(w for w in WARPS if not dot or w >= 4) if warps in WARPS or dot else (warps,),
+        warps=tuple(w for w in WARPS if not dot or w >= 4) if warps in WARPS + (0,) or dot
+        else (warps,),
         current_warps=warps,
         stages=STAGES if pipelined else (stages,), current_stages=stages,
         stages_given=knobs.num_stages_given, uses_dot=dot, pipelined=pipelined,
@@ -268,7 +279,7 @@ def score_config(cfg: LaunchConfig, space: SiteSpace, weights: dict[str, float],
     """(score, the terms that moved it most): higher is likelier faster. See the module doc."""
     terms: dict[str, float] = {}
     tile = math.prod(v for _, v in cfg.blocks) if cfg.blocks else None
-    threads = 32 * cfg.num_warps
+    threads = 32 * cfg.warps
     memory = weights.get("bound:memory", 0) or weights.get("bound:unknown", 0) or not weights
     latency = weights.get("bound:latency", 0)
     if tile is not None and not space.uses_dot:
@@ -302,7 +313,7 @@ def score_config(cfg: LaunchConfig, space: SiteSpace, weights: dict[str, float],
         k_bytes = d.k * max(d.a_bytes[0], 1)
         terms["k step"] = 0.1 * math.log2(min(k_bytes, 128) / 64) if k_bytes < 64 else 0.0
         if d.pipelined:
-            terms["pipelining"] = {1: -0.35, 2: -0.1}.get(cfg.num_stages, 0.0)
+            terms["pipelining"] = {1: -0.35, 2: -0.1}.get(cfg.stages, 0.0)
         tile = d.m * d.n
     if tile and problem:
         programs = max(1.0, problem / tile)
@@ -316,9 +327,9 @@ def score_config(cfg: LaunchConfig, space: SiteSpace, weights: dict[str, float],
             terms["occupancy"] = -(0.3 + 0.3 * memory) * math.log2(floor / max(occ, 1 / 64))
     if space.pipelined and not space.uses_dot:
         # a loop over loads: a second stage hides latency; many stages cost shared memory
-        terms["stages"] = (0.05 + 0.1 * latency) * min(cfg.num_stages, 3) - 0.03 * cfg.num_stages
-    if latency and cfg.num_warps >= 4:
-        terms["warps in flight"] = 0.05 * math.log2(cfg.num_warps)
+        terms["stages"] = (0.05 + 0.1 * latency) * min(cfg.stages, 3) - 0.03 * cfg.stages
+    if latency and cfg.warps >= 4:
+        terms["warps in flight"] = 0.05 * math.log2(cfg.warps)
     # a mild prior for the current config's neighbourhood: equal scores go to the nearer one
     terms["distance"] = -0.02 * cfg.distance(space.current)
     score = sum(terms.values())
@@ -352,7 +363,7 @@ def rank_site(tree: ast.Module, space: SiteSpace, limits: DeviceLimits,
 
     def estimated(cfg: LaunchConfig) -> ResourceEstimate | None:
         try:
-            return estimate(tree, space.kernel, dict(cfg.blocks), cfg.num_warps, cfg.num_stages,
+            return estimate(tree, space.kernel, dict(cfg.blocks), cfg.warps, cfg.stages,
                             default_bytes=nbytes)
         except Exception as exc:  # noqa: BLE001 - odd code: rank without the estimate
             log.debug("no estimate for %s at %s: %s", space.kernel, cfg, exc)
