@@ -212,3 +212,26 @@ def test_a_num_warps_the_wrapper_computes_is_searched_too(tmp_path, load):
     assert "num_warps=nw" not in cand.source
     expected = _run(load, "ROWOP", src)
     torch.testing.assert_close(_run(load, "ROWOP", cand.source), expected)
+
+
+def test_an_autotuned_kernel_gets_ranked_configs_added_to_its_list(tmp_path, load, fake_bench):
+    """Each candidate is the kernel's @triton.autotune list plus one ranked config; under the
+    interpreter the last config tried wins (``fake_bench``), so the added one is what runs."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "transforms"))
+    import tf_samples
+
+    src = tf_samples.AUTOTUNED
+    spec = ('entry = "double"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [1000] }]\n'
+            '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [16777216] }]\n')
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "dbl", src, spec), src))
+    assert len(cands) >= 10
+    assert all("added to @triton.autotune" in c.description for c in cands)
+    top = cands[0]
+    assert top.source.count("triton.Config(") == 3
+    assert "'BLOCK': 32" in top.source and "'BLOCK': 64" in top.source    # the list is kept
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    before = len(fake_bench)
+    torch.testing.assert_close(load(top.source).double(x.clone()), 2 * x)
+    assert len(fake_bench) - before == 3          # the new config was measured beside the two

@@ -32,7 +32,9 @@ import math
 from dataclasses import dataclass
 
 from ..model import Candidate, ProposalContext, RepairRequest, Status
-from .config_space import LaunchConfig, RankedConfig, problem_elements, rank_site, site_space
+from .config_space import (
+    LaunchConfig, RankedConfig, SiteSpace, autotune_space, problem_elements, rank_site, site_space,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,26 @@ def apply_config(source: str, config: LaunchConfig, base: LaunchConfig,
     return transform.apply(source, analysis, **options, site=config.site)
 
 
+def add_autotune_config(source: str, config: LaunchConfig,
+                        base: tuple[tuple[str, int], ...]) -> str:
+    """``source`` with ``config`` appended to its kernel's ``@triton.autotune`` list (the base
+    config's other values kept) through ``autotune_widen``: the autotuner then measures it beside
+    the listed ones and keeps the faster, per key."""
+    from ..analyze import analyze_source
+    from ..errors import TransformError
+    from ..transforms import ConfigSpec, get
+
+    tiles = dict(config.blocks)
+    spec = ConfigSpec(tuple((n, tiles.get(n, v)) for n, v in base), config.warps, config.stages)
+    analysis = analyze_source(source)
+    params = {"kernel": config.kernel, "configs": [spec]}
+    transform = get("autotune_widen")
+    ok = transform.applies(analysis, **params)
+    if not ok:
+        raise TransformError(f"autotune_widen {spec.render()}: {ok.reason}")
+    return transform.apply(source, analysis, **params)
+
+
 class ConfigSearchProposer:
     """Ranked joint launch configs for every launch site; see the module docstring."""
 
@@ -151,7 +173,7 @@ class ConfigSearchProposer:
     def _site_lists(self, context: ProposalContext) -> list[tuple[LaunchConfig, list[RankedConfig]]]:
         from ..analyze import analyze_source
         from .prune import limits_for_hardware, task_element_bytes
-        from .rules import profiled_kernels
+        from .rules import autotune_picks_of, profiled_kernels
 
         source = context.incumbent.source
         analysis = analyze_source(source)
@@ -162,8 +184,11 @@ class ConfigSearchProposer:
         profiled = profiled_kernels(context.profile)
         good, bad = self._outcomes(context)
         lists = []
-        for knobs in analysis.knobs:
-            space = site_space(analysis, knobs, tree)
+        picks = autotune_picks_of(context.profile, analysis) if context.profile else {}
+        spaces = [site_space(analysis, knobs, tree) for knobs in analysis.knobs]
+        spaces += [autotune_space(analysis, k.name, picks.get(k.name), tree)
+                   for k in analysis.kernels if k.autotune is not None]
+        for space in spaces:
             if space is None or space.size <= 1:
                 continue
             ranked, dropped = rank_site(tree, space, limits, nbytes, context.diagnosis, problem,
@@ -173,10 +198,10 @@ class ConfigSearchProposer:
                 log.info("%s launch %d: %d config(s) pruned before compiling, e.g. %s",
                          space.kernel, space.site, len(dropped), dropped[0].reason[:160])
             ranked = [r for r in ranked if (space.kernel, r.config.key) not in self._keys]
-            lists.append((space.current, self._rerank(ranked, good, bad),
+            lists.append((space, self._rerank(ranked, good, bad),
                           bool(profiled) and space.kernel not in profiled))
         lists.sort(key=lambda x: x[2])        # sites of kernels the profile saw first (stable)
-        return [(cur, ranked) for cur, ranked, _ in lists]
+        return [(space, ranked) for space, ranked, _ in lists]
 
     def _pick(self, ranked: list[RankedConfig], n: int) -> list[RankedConfig]:
         """The best ``n``, at most ``per_tile`` per tile combination unless too few remain."""
@@ -205,33 +230,36 @@ class ConfigSearchProposer:
         source = context.incumbent.source
         depth = 0
         while len(out) < budget and any(depth < len(p) for p in picks):
-            for (current, _), pick in zip(sites, picks):
+            for (space, _), pick in zip(sites, picks):
                 if depth >= len(pick) or len(out) >= budget:
                     continue
                 r = pick[depth]
-                cand = self._candidate(source, r, current, context)
+                cand = self._candidate(source, r, space, context)
                 if cand is not None and cand.hash not in tried:
                     tried.add(cand.hash)
                     out.append(cand)
             depth += 1
         return out
 
-    def _candidate(self, source: str, r: RankedConfig, current: LaunchConfig,
+    def _candidate(self, source: str, r: RankedConfig, space: SiteSpace,
                    context: ProposalContext) -> Candidate | None:
         from ..errors import TransformError
 
-        cfg = r.config
+        cfg, current = r.config, space.current
         self._keys.add((cfg.kernel, cfg.key))
         try:
-            new = apply_config(source, cfg, current, self._memo)
+            new = apply_config(source, cfg, current, self._memo) if space.autotune_base is None \
+                else add_autotune_config(source, cfg, space.autotune_base)
         except TransformError as exc:
             log.debug("config %s not applied: %s", cfg, exc)
             return None
         if new == source:
             return None
         changes = ", ".join(cfg.changes(current))
+        where = f"at launch {cfg.site}" if space.autotune_base is None else \
+            "added to @triton.autotune"
         cand = Candidate(new, ORIGIN, context.incumbent.hash,
-                         f"config {changes} at launch {cfg.site} ({cfg.kernel}; model {r.score:+.2f}"
+                         f"config {changes} {where} ({cfg.kernel}; model {r.score:+.2f}"
                          + (f": {r.why}" if r.why else "") + ")")
         self._proposed[cand.hash] = Proposed(cand.hash, cfg, context.round)
         return cand

@@ -71,6 +71,9 @@ class SiteSpace:
     uses_dot: bool
     pipelined: bool
     contiguous: frozenset[str] = frozenset()    # tiles along the contiguous axis of a 2-D tile
+    # an autotuned kernel: a config is one more ``triton.Config`` for its list (the other
+    # values of the base config, GROUP_SIZE_M and the like, kept), ``site`` its first launch
+    autotune_base: tuple[tuple[str, int], ...] | None = None
 
     @property
     def current(self) -> "LaunchConfig":
@@ -153,9 +156,10 @@ def _block_values(value: int, tiled: bool, dot: bool, in_arange: bool) -> tuple[
     pool = near | set(BLOCKS_TILED if tiled else BLOCKS_1D)
     cap = MAX_TILE if tiled else MAX_1D_BLOCK
     lo = 16 if dot else 1
-    return tuple(sorted(v for v in pool if lo <= v <= max(cap, value) and
-                        (v == value or _pow2(v) or not in_arange) and
-                        (not tiled or value // 8 <= v <= value * 8)))
+    values = tuple(sorted(v for v in pool if lo <= v <= max(cap, value) and
+                          (v == value or _pow2(v) or not in_arange) and
+                          (not tiled or value // 8 <= v <= value * 8)))
+    return values or (value,)       # a value below the dot minimum (GROUP_M=8) stays as it is
 
 
 def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> SiteSpace | None:
@@ -193,6 +197,34 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
         stages=STAGES if pipelined else (stages,), current_stages=stages,
         stages_given=knobs.num_stages_given, uses_dot=dot, pipelined=pipelined,
         contiguous=contiguous_blocks(tree, knobs.kernel) if tree is not None else frozenset())
+
+
+def autotune_space(analysis: Any, kernel_name: str, pick: Any = None,
+                   tree: ast.Module | None = None) -> SiteSpace | None:
+    """The space around an autotuned kernel's config (``pick``: the ``ConfigSpec`` its autotuner
+    chose on the profiled case; else its first config): its tile sizes, num_warps, num_stages.
+    None when its configs are not a list of literal ``triton.Config`` calls."""
+    from ..transforms.autotune_widen import existing_specs
+    from .rules import _may_pipeline
+
+    kernel = analysis.kernel(kernel_name)
+    specs = existing_specs(kernel)
+    if isinstance(specs, str) or not specs or not analysis.sites_of(kernel_name):
+        return None
+    base = pick if pick is not None else specs[0]
+    tiles = set(kernel.block_constexprs) | set(kernel.arange_constexprs)
+    dot = kernel.uses_dot
+    blocks = [(n, _block_values(v, len(tiles) > 1 or dot, dot, n in kernel.arange_constexprs))
+              for n, v in base.kwargs if n in tiles and v > 0]
+    pipelined = _may_pipeline(analysis, kernel_name)
+    return SiteSpace(
+        site=analysis.sites_of(kernel_name)[0].index, kernel=kernel_name, blocks=tuple(blocks),
+        current_blocks=tuple((n, v) for n, v in base.kwargs if n in tiles and v > 0),
+        warps=tuple(w for w in WARPS if not dot or w >= 4), current_warps=base.num_warps,
+        stages=STAGES if pipelined else (base.num_stages,), current_stages=base.num_stages,
+        stages_given=True, uses_dot=dot, pipelined=pipelined,
+        contiguous=contiguous_blocks(tree, kernel_name) if tree is not None else frozenset(),
+        autotune_base=tuple(base.kwargs))
 
 
 def enumerate_configs(space: SiteSpace) -> Iterable[LaunchConfig]:
@@ -397,5 +429,6 @@ def rank_site(tree: ast.Module, space: SiteSpace, limits: DeviceLimits,
     return ranked, dropped
 
 
-__all__ = ["DroppedConfig", "LaunchConfig", "RankedConfig", "SiteSpace", "enumerate_configs",
+__all__ = ["DroppedConfig", "LaunchConfig", "RankedConfig", "SiteSpace", "autotune_space",
+           "enumerate_configs",
            "occupancy", "problem_elements", "rank_site", "score_config", "site_space"]
