@@ -158,3 +158,15 @@ def test_no_num_stages_is_written_where_no_loop_loads():
     assert stages_at_launches(Candidate(cs_samples.STENCIL, "x"), 2) is None
     fix = stages_at_launches(Candidate(cs_samples.GATHER, "x"), 2)
     assert fix is not None and "num_stages=2" in fix.source
+
+
+def test_a_problem_dimension_is_no_tile_to_shrink():
+    """HEAD_DIM sizes a tl.arange but describes the problem: a shared-memory repair halves the
+    tile that steps the loop, never it."""
+    from tritonforge.search.repair import find_literals
+
+    src = cs_samples.ROWOP.replace("CHUNK: tl.constexpr):", "CHUNK: tl.constexpr, HEAD_DIM: tl.constexpr):") \
+        .replace("    row = tl.program_id(0)\n", "    row = tl.program_id(0)\n    h = tl.arange(0, HEAD_DIM)\n") \
+        .replace("CHUNK=32,", "CHUNK=32, HEAD_DIM=64,")
+    names = {x.name for x in find_literals(src) if x.kind == "block"}
+    assert "CHUNK" in names and "HEAD_DIM" not in names

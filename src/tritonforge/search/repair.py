@@ -23,7 +23,7 @@ loop over loads instead (``search.repair_launch``, through ``transforms.launch_p
 
 Literals edited: ``num_stages=`` / ``num_warps=`` keywords (launches, ``triton.Config``),
 block sizes (names like BLOCK*, *_BLOCK*, TILE*, BM/BN/BK, and any constexpr the analysis finds
-sizing a ``tl.arange``, stepping a loop or tiling a program id) as keywords, ``triton.Config`` dict entries,
+acting as a tile size: stepping a loop or tiling a program id) as keywords, ``triton.Config`` dict entries,
 assignments and function defaults.
 """
 
@@ -91,15 +91,16 @@ def _kind(name: str, tiles: frozenset[str] = frozenset()) -> str | None:
 
 def tile_names(source: str) -> frozenset[str]:
     """Constexprs the analysis finds acting as tile sizes in ``source``'s kernels, whatever their
-    names (a ``tl.arange`` bound, a loop step, a program-id multiplier): ``CHUNK``, ``SPAN``."""
+    names (``KernelInfo.block_constexprs``: a loop step, or a program-id multiplier that sizes
+    something): ``CHUNK``, ``SPAN``. A ``tl.arange`` bound alone is not one: HEAD_DIM describes
+    the problem, and halving it changes the result."""
     from ..analyze import analyze_source
 
     try:
         analysis = analyze_source(source)
     except Exception:  # noqa: BLE001 - an unparseable source has no literals to edit anyway
         return frozenset()
-    return frozenset(n for k in analysis.kernels
-                     for n in (*k.arange_constexprs, *k.block_constexprs))
+    return frozenset(n for k in analysis.kernels for n in k.block_constexprs)
 
 
 def find_literals(source: str, tiles: frozenset[str] | None = None) -> list[Literal]:
