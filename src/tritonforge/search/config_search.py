@@ -149,7 +149,7 @@ class ConfigSearchProposer:
                 continue
             if h.status is Status.OK and h.speedup is not None:
                 good.append((p.config, h.speedup))
-            elif h.status.is_failure and h.status is not Status.PRUNED:
+            elif h.status.is_failure and h.status not in (Status.PRUNED, Status.SKIPPED):
                 bad.append(p.config)
         return good, bad
 
@@ -170,7 +170,7 @@ class ConfigSearchProposer:
         return sorted(out, key=lambda r: -r.score)
 
     # -------------------------------------------------------------- proposing
-    def _site_lists(self, context: ProposalContext) -> list[tuple[LaunchConfig, list[RankedConfig]]]:
+    def _site_lists(self, context: ProposalContext) -> list[tuple[SiteSpace, list[RankedConfig]]]:
         from ..analyze import analyze_source
         from .prune import limits_for_hardware, task_element_bytes
         from .rules import autotune_picks_of, profiled_kernels
