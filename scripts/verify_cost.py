@@ -79,7 +79,8 @@ def verification_cases(task, baseline) -> tuple[str, ...]:
         return tuple(c.id for c in task.cases if c.role is CaseRole.CORRECTNESS) + tuple(perf[:2])
 
 
-def measure(name: str, settings, run_dir: Path, device: str, repeat: int) -> list[dict]:
+def measure(name: str, settings, run_dir: Path, device: str, repeat: int,
+            untimed: bool = False) -> list[dict]:
     from tritonforge.api import load_task
 
     task = load_task(tritonbench=name)
@@ -87,7 +88,7 @@ def measure(name: str, settings, run_dir: Path, device: str, repeat: int) -> lis
     with Evaluator(settings, run_dir / name, None, device=device) as ev:
         on_gpu = ev.device == "cuda"
         base = ev.evaluate(task, (original_variant(task),), purpose="baseline", verify=False,
-                           time=on_gpu, keep_going=True, use_store=False)
+                           time=on_gpu and not untimed, keep_going=True, use_store=False)
         reference = base.results[0]
         ids = verification_cases(task, reference)
         if not on_gpu:   # interpreter: performance sizes take minutes; correctness cases only
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--run-dir", default=".verify-cost")
+    parser.add_argument("--untimed", action="store_true",
+                        help="skip the baseline's timing (8-117 s a record on an H100): the "
+                             "performance cases verified are then the first two in the task's order")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     settings = load_settings(None, overrides={"device": args.device, "run_dir": args.run_dir})
@@ -127,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     per_candidate: list[float] = []
     for name in _names(args):
         try:
-            rows = measure(name, settings, Path(args.run_dir), device, args.repeat)
+            rows = measure(name, settings, Path(args.run_dir), device, args.repeat, args.untimed)
         except Exception as exc:  # noqa: BLE001 - one record's failure is a line, not the end
             print(json.dumps({"record": name, "error": f"{type(exc).__name__}: {exc}"[:300]}),
                   flush=True)
