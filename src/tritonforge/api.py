@@ -5,10 +5,12 @@ Everything a script or the CLI needs goes through here; the modules behind it ar
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
+from .errors import ConfigError, InputError
 from .model import CaseRole, Evaluation, Task
 from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
 from .runtime.service import Evaluator, original_variant
@@ -17,12 +19,33 @@ from .tasks.loader import task_from_file
 from .tasks.tritonbench import load_tasks
 
 
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """``path`` as an absolute directory this process can write, created if missing; else a
+    ``ConfigError`` naming it. Called before any kernel runs, so that a bad ``--run-dir`` or
+    ``--out`` fails at once instead of after minutes of work."""
+    target = Path(path).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{what} {target} is a file, not a directory",
+                          hint=f"pass a directory for {what}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe = target / f".tritonforge-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"{what} {target} is not writable ({exc.strerror or exc})",
+                          hint=f"pass a {what} in a directory you can write") from None
+    return target
+
+
 def load_task(path: str | Path | None = None, *, spec: str | Path | None = None,
               entry: str | None = None, tritonbench: str | None = None) -> Task:
     """A task from a kernel file (+ spec) or from a TritonBench-G record name."""
     if tritonbench:
         return load_tasks([tritonbench])[0]
-    assert path is not None
+    if path is None:
+        raise InputError("give a kernel file or a TritonBench-G name",
+                         hint="load_task('kernel.py') or load_task(tritonbench='NAME')")
     return task_from_file(path, spec, entry)
 
 
@@ -42,7 +65,7 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
     On the CPU interpreter, performance cases are skipped unless asked for: interpreter timings
     say nothing about GPU performance, and GPU-sized inputs take minutes there.
     """
-    run_dir = Path(settings.run_dir)
+    run_dir = check_writable_dir(settings.run_dir, "--run-dir")
     store_path = run_dir / "store.sqlite"
     with RunStore(store_path) as store, Evaluator(settings, run_dir, store) as evaluator:
         store.put_task(task)
@@ -56,19 +79,35 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
 
 
 def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float | None = None,
-             progress=lambda s: None, out_dir: str | Path | None = None):
-    """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name)."""
+             progress=None, out_dir: str | Path | None = None):
+    """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name).
+
+    ``jobs``: verification workers side by side. ``budget_s``: seconds for the whole run, the
+    final check included. ``progress``: a ``model.progress.ProgressSink`` that receives a
+    ``ProgressEvent`` at each step (baseline, profile, each round's propose/verify/time, final
+    check, done); its ``message`` carries the run's notes as text. ``out_dir``: where the faster
+    file, diff and reports go (default ``RUN_DIR/output``). Bad arguments and unwritable
+    directories raise ``ConfigError`` before any kernel runs (docs/API.md).
+    """
     from .compose import OptimizeSession, SessionOptions
+    from .report.gather import gather_extras
     from .report.optimize import write_outputs
 
-    run_dir = Path(settings.run_dir)
+    if budget_s is not None and not budget_s > 0:
+        raise ConfigError(f"budget {budget_s} is not above 0", hint="give seconds, e.g. 300")
+    if jobs < 1:
+        raise ConfigError(f"jobs {jobs} is below 1", hint="give 1 or more verification workers")
+    run_dir = check_writable_dir(settings.run_dir, "--run-dir")
+    out = check_writable_dir(out_dir, "--out") if out_dir is not None else None
+    settings = settings.replace(run_dir=str(run_dir))
     with RunStore(run_dir / "store.sqlite") as store, \
             OptimizeSession(settings, store, SessionOptions(jobs=jobs)) as session:
         result = session.optimize(task, budget_s, progress)
         info, device = session.worker_info, session.device
+        extras = gather_extras(store, result)
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
     device_name = info.name if info else device
-    paths = write_outputs(result, Path(out_dir) if out_dir else run_dir / "output", name, device_name)
+    paths = write_outputs(result, out or run_dir / "output", name, device_name, extras=extras)
     return result, paths, device_name
 
 
@@ -85,12 +124,11 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     """
     from dataclasses import replace as _replace
 
-    from .errors import InputError
     from .tasks.source import read_source, summarize_source
     from .tasks.tritonbench import split_source
     from .testgen.generate import TestgenOptions, generate
 
-    kernel = Path(path)
+    kernel = Path(path).resolve()     # the tracing process runs in another working directory
     source = read_source(kernel)
     summarize_source(source, str(kernel))            # a clear error for a file with no kernel
     if out is not None and Path(out).exists() and not overwrite:
@@ -100,8 +138,8 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     options = options or TestgenOptions()
     if entries:
         options = _replace(options, entries=tuple(entries))
-    work = Path(settings.run_dir) / "testgen" / kernel.stem
-    module_path, section = kernel, Path(test) if test else None
+    work = check_writable_dir(settings.run_dir, "--run-dir") / "testgen" / kernel.stem
+    module_path, section = kernel, Path(test).resolve() if test else None
     module_text, section_text = split_source(source)
     if section is None and section_text.strip():
         work.mkdir(parents=True, exist_ok=True)
@@ -123,6 +161,111 @@ def profile(task: Task, settings: Settings, *, case_id: str | None = None, use_n
     """
     from .profile.session import ProfileOptions, profile_task
 
+    settings = settings.replace(run_dir=str(check_writable_dir(settings.run_dir, "--run-dir")))
     options = ProfileOptions(case_id=case_id, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
                              out=Path(out) if out else None)
     return profile_task(task, settings, options, progress)
+
+
+@dataclass(frozen=True)
+class RejectionReason:
+    """One reason a candidate was refused: ``kind`` names the class (``policy:clock``,
+    ``cheat:watched``, ``mismatch:value``, ``error:runtime_error``), ``message`` the evidence."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CandidateVerdict:
+    """What ``verify_candidate`` found: accepted, or the reasons it was not."""
+
+    accepted: bool
+    reasons: tuple[RejectionReason, ...]
+    checked: int                      # (case, seed) pairs compared
+    cases: tuple[str, ...]            # the case ids used
+    spec: str                         # the spec file the cases came from (testgen's when generated)
+    generated: bool                   # the cases were generated by testgen
+    device: str
+
+
+def _rejection_reasons(result) -> tuple[RejectionReason, ...]:
+    """The candidate's VariantResult as reasons, verdict first, then a failure outside it."""
+    out: list[RejectionReason] = []
+    verdict = result.verdict
+    if verdict is not None:
+        out += [RejectionReason(f"cheat:{c.kind}", c.one_line()) for c in verdict.violations]
+        out += [RejectionReason(f"mismatch:{m.kind}", f"{m.case_id} seed {m.seed} {m.output}: "
+                                                      f"{m.message}") for m in verdict.mismatches]
+        if verdict.failure is not None:
+            out.append(RejectionReason(f"error:{verdict.failure.status.value}",
+                                       verdict.failure.one_line()))
+    failure = result.failure
+    if failure is not None:
+        head = failure.reason.split(":", 1)[0]
+        kind = f"cheat:{head}" if result.status.value == "cheat" and head.isidentifier() \
+            else f"error:{failure.status.value}"
+        out.append(RejectionReason(kind, failure.one_line()))
+    for failure in result.case_failures:
+        out.append(RejectionReason(f"error:{failure.status.value}", failure.one_line()))
+    return tuple(out)
+
+
+def verify_candidate(original_path: str | Path, candidate_path: str | Path, settings: Settings,
+                     *, spec: str | Path | None = None, entry: str | None = None
+                     ) -> CandidateVerdict:
+    """Check a candidate file against its original with every check the search applies: the
+    static policy, then (in a worker) import under an integrity watch, differential
+    verification on the cases (poisoning, launch/op/stream/race guards, fresh-seed re-run,
+    aliasing, module state, the bare-call probe) and, on a GPU, timing followed by a bare call
+    after it. Cases come from ``spec``, else the .toml beside the original, else ``testgen``.
+    Raises InputError for missing files, an unusable spec, or an original that fails its cases.
+    """
+    from .errors import InputError
+    from .model import Status, Variant, content_hash
+    from .runtime.service import resolve_device
+    from .tasks.loader import default_spec_path
+    from .verify.policy import check_source
+
+    original, candidate = Path(original_path), Path(candidate_path)
+    for path in (original, candidate):
+        if not path.is_file():
+            raise InputError(f"{path} does not exist", hint="pass the original and the candidate .py")
+    spec_path = Path(spec) if spec else default_spec_path(original)
+    generated = False
+    if not spec_path.exists():
+        if spec:
+            raise InputError(f"spec {spec} does not exist", hint="pass a spec file, or none")
+        spec_path = Path(settings.run_dir) / "verify" / f"{original.stem}.toml"
+        spec_path.parent.mkdir(parents=True, exist_ok=True)
+        made = generate_cases(original, settings, out=spec_path, overwrite=True)
+        if not made.spec_text:
+            raise InputError(f"testgen found no cases for {original} ({made.stage_failed})",
+                             hint="write a spec and pass it with --spec")
+        generated = True
+    task = task_from_file(original, spec_path, entry)
+    device = resolve_device(settings.device)
+    on_gpu = device == "cuda"
+    ids = tuple(c.id for c in task.cases if on_gpu or c.role is CaseRole.CORRECTNESS) or \
+        tuple(c.id for c in task.cases)
+    source = candidate.read_text(encoding="utf-8")
+    policy = check_source(source, original=task.source)
+    if not policy.ok:
+        reasons = tuple(RejectionReason(f"policy:{v.rule}", v.one_line()) for v in policy.violations)
+        return CandidateVerdict(False, reasons, 0, ids, str(spec_path), generated, device)
+    run_dir = Path(settings.run_dir) / "verify"
+    with Evaluator(settings, run_dir, None, device=device) as evaluator:
+        evaluation = evaluator.evaluate(
+            task, (original_variant(task), Variant("candidate", source, content_hash(source))),
+            purpose="verify-candidate", case_ids=ids, verify=True, time=on_gpu, use_store=False)
+    ref = evaluation.result("original")
+    if ref.status is not Status.OK:
+        detail = ref.failure.one_line() if ref.failure else ref.status.value
+        raise InputError(f"the original fails its own cases: {detail}",
+                         hint="fix the original or the spec; the original is the oracle")
+    result = evaluation.result("candidate")
+    reasons = _rejection_reasons(result)
+    accepted = result.status is Status.OK and not reasons
+    checked = result.verdict.checked if result.verdict is not None else 0
+    return CandidateVerdict(accepted, reasons, checked, ids, str(spec_path), generated,
+                            evaluation.device.name)
