@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tritonforge.config import load_settings  # noqa: E402
 from tritonforge.model import CaseRole, Task  # noqa: E402
-from tritonforge.runtime.service import Evaluator, original_variant, resolve_device  # noqa: E402
+from tritonforge.runtime.evaluator import Evaluator, original_variant  # noqa: E402
+from tritonforge.runtime.hardware import resolve_device  # noqa: E402
 from tritonforge.runtime.timing import TimingPlan  # noqa: E402
 from tritonforge.tasks.tritonbench import (  # noqa: E402
     META_PERF_END, META_PERF_PRELUDE, count_perf_inputs, load_harness, load_records, task_from_record,

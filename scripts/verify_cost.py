@@ -43,7 +43,8 @@ except ImportError:
 
 from tritonforge.config import load_settings  # noqa: E402
 from tritonforge.model import CaseRole, Variant  # noqa: E402
-from tritonforge.runtime.service import Evaluator, original_variant, resolve_device  # noqa: E402
+from tritonforge.runtime.evaluator import Evaluator, original_variant  # noqa: E402
+from tritonforge.runtime.hardware import resolve_device  # noqa: E402
 
 
 def _names(args: argparse.Namespace) -> list[str]:

@@ -13,7 +13,7 @@ from .config import Settings
 from .errors import ConfigError, InputError
 from .model import CaseRole, Evaluation, Task
 from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
-from .runtime.service import Evaluator, original_variant
+from .runtime.evaluator import Evaluator, original_variant
 from .store import RunStore
 from .tasks.loader import task_from_file
 from .tasks.tritonbench import load_tasks
@@ -223,7 +223,7 @@ def verify_candidate(original_path: str | Path, candidate_path: str | Path, sett
     """
     from .errors import InputError
     from .model import Status, Variant, content_hash
-    from .runtime.service import resolve_device
+    from .runtime.hardware import resolve_device
     from .tasks.loader import default_spec_path
     from .verify.policy import check_source
 

@@ -11,7 +11,7 @@ beside the fresh ones for reference only: a CI machine is not the recording mach
 regressions are judged on the side-by-side timing alone.
 
 On the CPU interpreter correctness is checked and timing is skipped, with a note that says so.
-Runs in the main process; the kernels run in isolated workers (``runtime.service.Evaluator``).
+Runs in the main process; the kernels run in isolated workers (``runtime.evaluator.Evaluator``).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _case_ids(task: Task, timed: bool) -> tuple[str, ...]:
 def record(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseline: str | Path,
            run_dir: Path) -> list[BaselineKernel]:
     """Run each (task, file, spec) once as it is now and write the baseline file."""
-    from .runtime.service import Evaluator, original_variant
+    from .runtime.evaluator import Evaluator, original_variant
 
     kept = []
     with Evaluator(settings, run_dir / "check-record", None) as ev:
@@ -144,7 +144,7 @@ def record(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseli
 def check(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseline: str | Path,
           run_dir: Path, *, noise: float = DEFAULT_NOISE) -> CheckReport:
     """Verify (and on a GPU, time) each kernel against its recorded source."""
-    from .runtime.service import Evaluator
+    from .runtime.evaluator import Evaluator
 
     recorded = read_baseline(baseline)
     kernels: list[KernelCheck] = []

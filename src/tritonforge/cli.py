@@ -378,7 +378,7 @@ def original_fails(result) -> bool:
 def _cmd_optimize(args: argparse.Namespace) -> int:
     from .api import check_writable_dir, optimize
     from .cli_progress import progress_display
-    from .runtime.service import resolve_device
+    from .runtime.hardware import resolve_device
     from .search.loop import INTERPRETER_MAX_ROUNDS
 
     settings = _settings(args)

@@ -18,7 +18,8 @@ from pathlib import Path
 from .config import Settings
 from .model import Task, VariantResult
 from .model.progress import ProgressSink
-from .runtime.service import Evaluator, PrestartedEvaluators, resolve_device
+from .runtime.evaluator import Evaluator, PrestartedEvaluators
+from .runtime.hardware import resolve_device
 from .store import RunStore
 
 log = logging.getLogger(__name__)

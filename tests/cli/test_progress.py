@@ -7,7 +7,7 @@ from pathlib import Path
 from tritonforge.cli_progress import LiveProgress, PlainProgress, progress_display, status_text
 from tritonforge.config import Settings
 from tritonforge.model.progress import ProgressEvent
-from tritonforge.runtime.service import Evaluator
+from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.search.loop import Optimizer
 from tritonforge.search.rules import RuleProposer
 from tritonforge.store import RunStore

@@ -110,7 +110,7 @@ def test_compiling_without_launching_turns_every_launch_into_a_warmup(monkeypatc
 def test_a_compile_pass_gets_modules_and_autotuners_of_its_own():
     from types import SimpleNamespace
 
-    from tritonforge.runtime.evaluate import autotune_mode, module_label
+    from tritonforge.runtime.worker_evaluate import autotune_mode, module_label
     from tritonforge.runtime.timing import TimingPlan
 
     warm = SimpleNamespace(time=False, compile_only=True, timing=TimingPlan())
@@ -148,7 +148,7 @@ def _variants(task, n):
 
 def _hang_on(names, task):
     """A compile pass that hangs on the first of ``names`` it meets (the rest SKIPPED), as
-    runtime.client reports a worker killed for no progress."""
+    runtime.worker_client reports a worker killed for no progress."""
     from tritonforge.model import DeviceInfo, Evaluation, Failure, Status, VariantResult
 
     def answer(request):

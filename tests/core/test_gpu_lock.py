@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from tritonforge.runtime.service import (
+from tritonforge.runtime.gpu_lock import (
     GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, lock_mode,
 )
 

@@ -7,7 +7,7 @@ from tritonforge.config import Settings
 from tritonforge.errors import EnvironmentProblem
 from tritonforge.runtime import hardware
 from tritonforge.runtime.hardware import Hardware, resolve_device, resolve_hardware
-from tritonforge.runtime.service import Evaluator
+from tritonforge.runtime.evaluator import Evaluator
 
 
 @pytest.fixture

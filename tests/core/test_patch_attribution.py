@@ -5,7 +5,7 @@ before import; the Worker is called directly here to test the line behind it."""
 from pathlib import Path
 
 from tritonforge.model import Status, Variant, content_hash
-from tritonforge.runtime.client import Worker
+from tritonforge.runtime.worker_client import Worker
 from tritonforge.runtime.protocol import EvaluateRequest
 from tritonforge.tasks.loader import task_from_file
 

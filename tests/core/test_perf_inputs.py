@@ -94,7 +94,7 @@ def test_the_memory_limit_counts_own_memory_not_mapped_input_files(tmp_path):
     import mmap
     import os
 
-    from tritonforge.runtime.client import _rss_bytes
+    from tritonforge.runtime.worker_client import _rss_bytes
 
     size = 256 * 2**20
     path = tmp_path / "big.bin"

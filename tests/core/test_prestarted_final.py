@@ -1,8 +1,8 @@
-"""Final-check evaluators made ahead of need (runtime.service.PrestartedEvaluators): still a new
+"""Final-check evaluators made ahead of need (runtime.evaluator.PrestartedEvaluators): still a new
 process per check, started before it is asked for, and none left running."""
 
 from tritonforge.config import Settings
-from tritonforge.runtime.service import Evaluator, PrestartedEvaluators
+from tritonforge.runtime.evaluator import Evaluator, PrestartedEvaluators
 
 
 def _factory(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tritonforge.config import Settings
 from tritonforge.model import CaseRole
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
 from tritonforge.tasks.loader import task_from_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src/tritonforge/examples/vector_add.py"

@@ -40,7 +40,7 @@ def test_the_quick_benchmark_runs_a_config_twice_and_scores_it():
 def test_only_untimed_requests_on_the_gpu_autotune_quickly_and_in_modules_of_their_own():
     from types import SimpleNamespace
 
-    from tritonforge.runtime.evaluate import autotunes_quickly, module_label
+    from tritonforge.runtime.worker_evaluate import autotunes_quickly, module_label
 
     verify, timed = SimpleNamespace(time=False), SimpleNamespace(time=True)
     assert autotunes_quickly("cuda", verify) and not autotunes_quickly("cuda", timed)
@@ -53,8 +53,8 @@ def test_search_timings_autotune_short_and_the_final_check_with_tritons_own():
     from types import SimpleNamespace
 
     from tritonforge.config import Settings
-    from tritonforge.runtime.evaluate import autotune_mode
-    from tritonforge.runtime.service import final_check_plan, timing_plan
+    from tritonforge.runtime.worker_evaluate import autotune_mode
+    from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
 
     settings = Settings()
     search, final = timing_plan(settings), final_check_plan(settings)

@@ -1,11 +1,11 @@
 """A timed request whose candidates all failed verification times nothing: the reference alone
-judges nothing (runtime.evaluate). A request of the reference alone (a baseline) is still timed."""
+judges nothing (runtime.worker_evaluate). A request of the reference alone (a baseline) is still timed."""
 
 from pathlib import Path
 
 from tritonforge.config import Settings
 from tritonforge.model import Status, Variant
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
 from tritonforge.tasks.loader import task_from_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"

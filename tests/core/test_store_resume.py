@@ -19,7 +19,7 @@ DRIVER = textwrap.dedent('''
     from pathlib import Path
     from tritonforge.bench.baseline import run_baseline
     from tritonforge.config import Settings
-    from tritonforge.runtime.service import Evaluator
+    from tritonforge.runtime.evaluator import Evaluator
     from tritonforge.store import RunStore
     from tritonforge.tasks.loader import task_from_file
     from dataclasses import replace

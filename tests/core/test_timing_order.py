@@ -1,4 +1,4 @@
-"""A timed request times its performance cases in the order it names them (runtime.evaluate):
+"""A timed request times its performance cases in the order it names them (runtime.worker_evaluate):
 the search names its longest cases first, so a variant dropped as far slower on a quick case
 has already been timed where it gains."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tritonforge.config import Settings
 from tritonforge.model import Variant
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
 from tritonforge.tasks.loader import task_from_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"

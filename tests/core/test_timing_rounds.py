@@ -100,7 +100,7 @@ def test_one_hiccup_in_the_warm_up_does_not_make_the_estimate(monkeypatch):
 
 def test_the_final_check_times_every_variant_in_full():
     from tritonforge.config import Settings
-    from tritonforge.runtime.service import final_check_plan, timing_plan
+    from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
 
     assert timing_plan(Settings()).abandon_slower is not None      # the search may drop variants
     plan = final_check_plan(Settings())

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tritonforge.model import Case, CaseRole, SpecCall, Status, Task, TensorSpec, Variant, content_hash
-from tritonforge.runtime.client import Worker
+from tritonforge.runtime.worker_client import Worker
 from tritonforge.runtime.protocol import EvaluateRequest
 
 SRC = '''

@@ -1,5 +1,5 @@
 """The compile pass on a real GPU: kernels compile and load, nothing is launched, and a timed
-request after it runs the kernels it compiled (service._compile_first)."""
+request after it runs the kernels it compiled (Evaluator._compile_first)."""
 
 import time
 from pathlib import Path
@@ -68,7 +68,7 @@ def test_an_autotuner_compiles_every_config_and_launches_none():
 def test_the_worker_runs_a_compile_pass_and_then_times(tmp_path: Path):
     from tritonforge.model import (Case, CaseRole, SpecCall, Status, Task, TensorSpec, Variant,
                                    content_hash)
-    from tritonforge.runtime.client import Worker
+    from tritonforge.runtime.worker_client import Worker
     from tritonforge.runtime.protocol import EvaluateRequest
     from tritonforge.runtime.timing import TimingPlan
 

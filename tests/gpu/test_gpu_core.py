@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tritonforge.model import Case, CaseRole, SpecCall, Status, Task, TensorSpec, Variant, content_hash
-from tritonforge.runtime.client import Worker
+from tritonforge.runtime.worker_client import Worker
 from tritonforge.runtime.protocol import EvaluateRequest
 from tritonforge.runtime.timing import TimingPlan
 
@@ -72,7 +72,7 @@ def test_microsecond_cases_agree_with_themselves_under_the_default_timing(tmp_pa
     do_bench's zeroing flush with back-to-back blocks once read the same original 5.8 us against
     itself at 451 us (fast_rms_layernorm, H100, 2026-11-24). Three sizes, each within 5%."""
     from tritonforge.config import Settings
-    from tritonforge.runtime.service import timing_plan
+    from tritonforge.runtime.timing_plan import timing_plan
 
     sizes = (1 << 12, 1 << 16, 1 << 20)
     cases = tuple(Case(f"p{i}", CaseRole.PERFORMANCE, SpecCall("copy", (TensorSpec((n,)),)))

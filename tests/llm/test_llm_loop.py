@@ -21,7 +21,7 @@ from tritonforge.llm.factory import build_proposer
 from tritonforge.llm.proposer import LLMProposer
 from tritonforge.llm.usage import TokenBudget, UsageRecord
 from tritonforge.model import Status
-from tritonforge.runtime.service import Evaluator
+from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.search.loop import Optimizer
 from tritonforge.search.rules import RuleProposer
 from tritonforge.store import RunStore

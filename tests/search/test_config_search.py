@@ -181,7 +181,7 @@ def test_the_loop_runs_the_config_search_end_to_end_on_the_interpreter(tmp_path)
     """One round through the real loop (worker process, verification against the original,
     the interpreter's correctness-only acceptance) with the config search alone."""
     from tritonforge.config import Settings
-    from tritonforge.runtime.service import Evaluator
+    from tritonforge.runtime.evaluator import Evaluator
     from tritonforge.search.loop import Optimizer
     from tritonforge.store import RunStore
 

@@ -9,7 +9,7 @@ import pytest
 
 from tritonforge.config import Settings
 from tritonforge.model import Candidate, Decision
-from tritonforge.runtime.service import Evaluator
+from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.search.dispatch import (
     NotDispatchable, Rule, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
     size_expression, statement_changes,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tritonforge.config import Settings
 from tritonforge.model import Candidate, Status, Variant
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
 from tritonforge.search.emit import autotune_candidate
 from tritonforge.tasks.loader import task_from_file
 

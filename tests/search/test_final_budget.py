@@ -5,7 +5,8 @@ import pytest
 
 from tritonforge.config import Settings
 from tritonforge.model import Candidate
-from tritonforge.runtime.service import Evaluator, final_check_plan, timing_plan
+from tritonforge.runtime.evaluator import Evaluator
+from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
 from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search import budget as budget_mod
 from tritonforge.search.budget import (
@@ -103,7 +104,7 @@ def test_the_same_budget_runs_the_round_when_the_final_check_fits(sin_task, tmp_
 
 
 def test_the_final_check_gets_a_worker_started_as_the_record_began(sin_task, tmp_path):
-    from tritonforge.runtime.service import PrestartedEvaluators
+    from tritonforge.runtime.evaluator import PrestartedEvaluators
 
     made = []
 

@@ -7,7 +7,7 @@ import pytest
 
 from tritonforge.config import Settings
 from tritonforge.model import Candidate, Status
-from tritonforge.runtime.service import Evaluator
+from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.search.loop import Optimizer
 from tritonforge.search.rules import RuleProposer
 from tritonforge.store import RunStore

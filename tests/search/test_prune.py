@@ -164,7 +164,7 @@ class FixedProposer:
 
 
 def test_the_loop_records_pruned_candidates_in_its_history(task, tmp_path):
-    from tritonforge.runtime.service import Evaluator
+    from tritonforge.runtime.evaluator import Evaluator
     from tritonforge.search.loop import Optimizer
 
     big = config(256, 256, 128)

@@ -14,7 +14,7 @@ DEVICE = DeviceInfo("fake GPU", False)
 
 class _Timer:
     """Kills the worker whenever a variant in ``killers`` is in the request (the request's
-    other variants come back skipped, as runtime.client reports a dead worker)."""
+    other variants come back skipped, as runtime.worker_client reports a dead worker)."""
 
     device = "cuda"
 

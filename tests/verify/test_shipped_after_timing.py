@@ -1,4 +1,4 @@
-"""What the timer ran is what ships (runtime.evaluate): after the timing runs, one more BARE call
+"""What the timer ran is what ships (runtime.worker_evaluate): after the timing runs, one more BARE call
 of each timed candidate on a correctness case must match the original's, or the candidate is a
 ``watched`` cheat, also in a request that times without verifying."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from tritonforge.config import Settings
 from tritonforge.model import Status, Variant
-from tritonforge.runtime.service import Evaluator, original_variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
 from tritonforge.tasks.loader import task_from_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"

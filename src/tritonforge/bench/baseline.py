@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..model import CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
-from ..runtime.service import Evaluator, original_variant
+from ..runtime.evaluator import Evaluator, original_variant
 from ..runtime.timing import TIMING_REVISION, TimingPlan
 from ..store import RunStore
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
 from ..runtime.perf_inputs import remove_for
-from ..runtime.service import Evaluator, resolve_device
+from ..runtime.evaluator import Evaluator
+from ..runtime.hardware import resolve_device
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
 from .baseline import run_baseline

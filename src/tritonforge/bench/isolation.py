@@ -100,7 +100,7 @@ def measure(tasks: list[Task], settings: Settings, work_dir: Path, gpu: str, nei
             progress=lambda s: None, busy_cores: int = 4) -> list[IsolationCase]:
     """Every performance case of ``tasks`` on ``gpu``: alone, beside a busy ``neighbour_gpu``,
     alone again (one worker throughout, no cached timings)."""
-    from ..runtime.service import Evaluator
+    from ..runtime.evaluator import Evaluator
 
     old = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # the worker starts with GPU A alone

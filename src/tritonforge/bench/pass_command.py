@@ -140,7 +140,7 @@ def run_pass_command(options: PassOptions, settings) -> int:
 
 def _run_pass(options: PassOptions, settings) -> int:
     from ..profile.session import ncu_lock_mode
-    from ..runtime.service import resolve_device
+    from ..runtime.hardware import resolve_device
 
     ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile
     engine = engine_id()

@@ -52,7 +52,7 @@ class Reverified:
 def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work_dir: Path,
                     device: str | None = None) -> Reverified:
     """Verify ``record``'s accepted kernel against the original on every case, fresh seeds."""
-    from ..runtime.service import Evaluator, original_variant
+    from ..runtime.evaluator import Evaluator, original_variant
     from ..search.loop import interpreter_cases
 
     task = with_fresh_seeds(load_ref(ref))

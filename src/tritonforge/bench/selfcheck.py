@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import Status, Task, Variant
-from ..runtime.service import Evaluator, original_variant
+from ..runtime.evaluator import Evaluator, original_variant
 
 
 MAX_COPIES = 8

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import SpecError
 from ..model import Task
-from ..runtime.service import Evaluator
+from ..runtime.evaluator import Evaluator
 from ..tasks.source import check_entries, read_source, summarize_source
 from ..tasks.spec import write_spec
 from ..testgen.model import Dropped

@@ -3,7 +3,7 @@
 1. Pick the case: the one asked for; else, on a GPU, every performance case is timed (the run
    store keeps the evaluation) and the slowest is profiled; elsewhere the slowest by GPU timings
    already in the store, else the last performance case.
-2. Time it on the GPU (``runtime.service.Evaluator``: L2 flushed, CUDA events, every sample kept).
+2. Time it on the GPU (``runtime.evaluator.Evaluator``: L2 flushed, CUDA events, every sample kept).
 3. Run the case once more in a plain process (``runtime.standalone``) that records its launches;
    on a GPU that process runs under Nsight Compute with ``--profile-from-start off``, the recorded
    call bracketed by cudaProfilerStart/Stop, so exactly one call's launches are profiled whatever
@@ -42,7 +42,8 @@ from ..model import CaseRole, CompileStats, Profile, Task
 from ..model.serialize import dumps
 from ..runtime.perf_inputs import ENV_DIR
 from ..runtime.hardware import resolve_device
-from ..runtime.service import Evaluator, gpu_lock, lock_mode, original_variant
+from ..runtime.evaluator import Evaluator, original_variant
+from ..runtime.gpu_lock import gpu_lock, lock_mode
 from ..runtime.standalone import TensorInfo, Unsupported, read_capture
 from ..store import RunStore
 from .accounting import call_work, compute_kind

@@ -22,7 +22,7 @@ from ..model import (
 from ..model.serialize import dumps
 from ..store import RunStore
 from ..verify.policy import check_source
-from .client import Worker, trace_progress
+from .worker_client import Worker, trace_progress
 from .failures import WORKER_KILLERS
 from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
 from .hardware import resolve_device

@@ -45,7 +45,7 @@ from ..verify.tree import iter_tensors
 
 log = logging.getLogger(__name__)
 
-# a message from the driver to the workers it starts (runtime.client), not a user setting
+# a message from the driver to the workers it starts (runtime.worker_client), not a user setting
 ENV_DIR = "TRITONFORGE_PERF_INPUTS_DIR"
 MANIFEST = "manifest.json"
 

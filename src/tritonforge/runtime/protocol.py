@@ -34,7 +34,7 @@ class EvaluateRequest:
     timing: TimingPlan = TimingPlan()
     run_cases: bool = True        # run every selected case once per variant (baseline checks)
     keep_going: bool = False      # record a failing case and go on with the others (baselines)
-    compile_only: bool = False    # kernels are compiled, never launched (service._compile_first)
+    compile_only: bool = False    # kernels are compiled, never launched (Evaluator._compile_first)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The worker process: owns one device, evaluates requests until told to stop or its context breaks.
 
-Started by ``runtime.client.Worker`` as ``python -m tritonforge.runtime.worker_main IN OUT DIR``.
+Started by ``runtime.worker_client.Worker`` as ``python -m tritonforge.runtime.worker_main IN OUT DIR``.
 IN and OUT are inherited pipe descriptors carrying ``protocol`` messages; the process's own
 stdout and stderr go to a log file, so user code may print freely. The device choice comes from
 the environment: ``TRITON_INTERPRET=1`` means CPU through Triton's interpreter, set by the driver
@@ -35,7 +35,7 @@ def _device_info():
 def main(argv: list[str]) -> int:
     fd_in, fd_out, module_dir = int(argv[0]), int(argv[1]), Path(argv[2])
     from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
-    from .evaluate import evaluate_request
+    from .worker_evaluate import evaluate_request
 
     device = _device_info()
     if device.interpreted:
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     else:
         # the first verification's integrity snapshot imports torch._dynamo (1-3 s); paid here,
         # before Ready, it is part of the start that a final-check worker makes ahead of need
-        # (runtime.service.PrestartedEvaluators). Not on the CPU: tests start many workers.
+        # (runtime.evaluator.PrestartedEvaluators). Not on the CPU: tests start many workers.
         from ..verify.integrity import settle_lazy_rewrites
 
         settle_lazy_rewrites()

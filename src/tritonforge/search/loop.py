@@ -29,7 +29,9 @@ from ..model import (
 )
 from ..profile.rules import OUTSIDE_DOMINANT
 from ..runtime.failures import WORKER_KILLERS
-from ..runtime.service import Evaluator, final_check_plan, gpu_blocked_s, timing_plan
+from ..runtime.evaluator import Evaluator
+from ..runtime.gpu_lock import gpu_blocked_s
+from ..runtime.timing_plan import final_check_plan, timing_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import blamed_cases, incumbent_timed_cases, twin_blamed

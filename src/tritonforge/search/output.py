@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..model import Candidate, Decision, Task, Variant, VariantResult
-from ..runtime.service import final_check_plan
+from ..runtime.timing_plan import final_check_plan
 from .arbiter import judge
 from .blame import final_suspects, twin_blamed
 

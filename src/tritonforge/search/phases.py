@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..model.serialize import register as _register
-from ..runtime.service import gpu_blocked_s
+from ..runtime.gpu_lock import gpu_blocked_s
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..config import Settings
 from ..model import CaseRole, Task
-from ..runtime.service import Evaluator, resolve_device
+from ..runtime.evaluator import Evaluator
+from ..runtime.hardware import resolve_device
 from .cases import Built, Unrepresentable, call_bytes, make_case, materialize, odd_values, shrink_hazard
 from .dims import Template, build_templates, leaves, pin, symbol_values
 from .model import Dropped, GeneratedCase, Symbol, TestgenResult, Trace, TracedCall, TracedTensor

@@ -1,6 +1,6 @@
 """Run the ORIGINAL on generated cases in the worker; a case it fails on is dropped with a note.
 
-Three checks, all through ``runtime.service.Evaluator`` (the driver never runs kernel code):
+Three checks, all through ``runtime.evaluator.Evaluator`` (the driver never runs kernel code):
 - runs: every case once (``keep_going``: a failing case is recorded and the others go on; a
   case that kills the worker is dropped and the rest evaluated again);
 - stable: the original verified against a copy of itself on the correctness cases (fresh seeds,
@@ -18,7 +18,7 @@ from time import monotonic as _clock
 from dataclasses import dataclass, field
 
 from ..model import Status, Task, Variant
-from ..runtime.service import Evaluator, original_variant
+from ..runtime.evaluator import Evaluator, original_variant
 from ..runtime.timing import TimingPlan
 from .model import Dropped
 
