@@ -74,8 +74,9 @@ INTERPRETER_MAX_CANDIDATES = 3
 
 def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
     """On the CPU interpreter: GPU-sized performance cases would take hours there and their
-    timings mean nothing, so only small ones are kept (as correctness checks)."""
-    from ..model import SpecCall, TensorSpec
+    timings mean nothing, so only small ones are kept (as correctness checks): spec cases and
+    performance-script inputs whose tensors hold at most ``INTERPRETER_MAX_ELEMENTS`` elements."""
+    from ..model import PerfScriptCall, SpecCall, TensorSpec
 
     def elements(value: object) -> int:
         if isinstance(value, TensorSpec):
@@ -93,6 +94,9 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
             kept.append(case)
         elif isinstance(case.recipe, SpecCall) and elements(
                 (case.recipe.args, tuple(v for _, v in case.recipe.kwargs))) <= INTERPRETER_MAX_ELEMENTS:
+            kept.append(replace(case, role=CaseRole.CORRECTNESS))
+        elif (isinstance(case.recipe, PerfScriptCall) and case.recipe.elements is not None
+              and case.recipe.elements <= INTERPRETER_MAX_ELEMENTS):
             kept.append(replace(case, role=CaseRole.CORRECTNESS))
         else:
             notes.append(f"case {case.id} skipped on the CPU interpreter (GPU-sized)")
