@@ -105,6 +105,9 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
 
         proposers: list = []
         try:
+            from .testgen.augment import with_generated_cases
+            task = with_generated_cases(task, settings, run_dir / "generated", evaluators[0],
+                                        progress)
             proposers = build_proposers(settings, run_dir)
             optimizer = Optimizer(task, settings, evaluators, proposers,
                                   store, progress, make_final_evaluator=fresh)

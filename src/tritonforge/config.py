@@ -51,6 +51,9 @@ class Settings:
     search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
     # do_bench of this many ms (0: Triton's own 100 ms); the final check always uses Triton's own
     max_rounds: int = 8
+    generated_cases: bool = True      # testgen.augment: odd sizes, value and layout variety added
+                                      # to every task's correctness cases before the search
+    generated_cases_budget_s: float = 300.0   # validating them on the original, per task
     patience: int = 2                 # rounds without gain before stopping
     min_speedup: float = 1.05
     max_case_regression: float = 0.05

@@ -69,7 +69,7 @@ VARIANTS = {
     # wrong: partial sums kept in fp16 (close on short reductions, off on long ones)
     "fp16_accumulator": dict(ACC="tl.float16", DOT="tl.dot(a, b, out_dtype=tl.float16)"),
     # wrong: not a Triton kernel above a size (the library call is right, but not the work)
-    "library_above_1024": dict(LIBRARY="if M >= 1024:\n        return torch.matmul(a, b)"),
+    "library_above_512": dict(LIBRARY="if M >= 512:\n        return torch.matmul(a, b)"),
 }
 
 

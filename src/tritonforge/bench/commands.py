@@ -229,6 +229,8 @@ def _optimize(args: argparse.Namespace, settings) -> int:
         # run_suite starts a record only with its whole budget left; the budget is the record's,
         # its final check included (search.budget)
         def one(task, remaining):
+            from ..testgen.augment import with_generated_cases
+            task = with_generated_cases(task, settings, work_dir / "generated", evaluators[0], _say)
             proposers = build_proposers(settings, work_dir)
             opt = Optimizer(task, settings, evaluators, proposers, store, _say,
                             make_final_evaluator=fresh, known_baseline=_sweep_times(args, task))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..model import CapturedCall, Case, CaseRole, SpecCall, Task, TensorSpec, TestSectionCall
-from ..runtime.service import Evaluator
+from ..runtime.service import Evaluator, resolve_device
 from .cases import VARIETIES
 from .generate import TestgenOptions, generate
 from .model import Dropped
@@ -51,6 +51,9 @@ class AugmentOptions:
     trace_timeout_s: float = 180.0
     budget_s: float | None = 300.0         # validation time; cases left when it ends are dropped
     stability: bool = True
+    big_bytes: int = 16 << 20              # the large odd case: at most this many bytes ...
+    big_bytes_interpreted: int = 2 << 20   # ... and this on the CPU interpreter (every candidate
+                                           # runs it: a 1025x513x1025 GEMM took minutes there)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
     if not driver.strip():
         return Augmented(task, (), notes=("no case of the task can be traced (performance-script "
                                           "inputs only, or spec calls too large)",))
+    dev = device or (evaluator.device if evaluator is not None else resolve_device(settings.device))
     work = Path(work_dir) / f"augment-{task.source_hash}"
     work.mkdir(parents=True, exist_ok=True)
     module_path = work / f"{_module_name(task.name)}.py"
@@ -131,10 +135,11 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
     opts = TestgenOptions(perf=False, seeds=options.seeds, max_traced=0, max_traced_total=0,
                           max_odd=options.max_odd, max_odd_total=options.max_odd_total,
                           variety=options.variety, stability=options.stability,
+                          big_bytes=options.big_bytes_interpreted if dev == "cpu" else options.big_bytes,
                           trace_timeout_s=options.trace_timeout_s, budget_s=options.budget_s)
     try:
         result = generate(module_path, settings, work, options=opts, section_path=section_path,
-                          device=device, source=task.source, evaluator=evaluator)
+                          device=dev, source=task.source, evaluator=evaluator)
     except Exception as exc:  # noqa: BLE001 - a generator bug must not cost the task its run
         log.warning("generated cases for %s failed: %s", task.name, exc)
         return Augmented(task, (), notes=(f"no generated cases: {type(exc).__name__}: {exc}",),
@@ -155,3 +160,19 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
 def _module_name(name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
     return safe if safe and not safe[0].isdigit() else f"m_{safe}"
+
+
+def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
+                         evaluator: Evaluator | None = None, progress=lambda line: None) -> Task:
+    """``task`` with generated cases when ``settings.generated_cases`` is on (the entry points'
+    hook before a search), saying in one ``progress`` line what was added and dropped."""
+    if not settings.generated_cases:
+        return task
+    device = evaluator.device if evaluator is not None else None
+    aug = augment_task(task, settings, work_dir, device=device, evaluator=evaluator,
+                       options=AugmentOptions(budget_s=settings.generated_cases_budget_s))
+    failed = sum(d.refused for d in aug.dropped)
+    progress(f"{task.name}: {len(aug.added)} generated case(s) added in {aug.seconds:.0f} s"
+             + (f", {failed} dropped (the original fails them)" if failed else "")
+             + (f"; {aug.notes[0][:120]}" if not aug.added and aug.notes else ""))
+    return aug.task

@@ -1,0 +1,90 @@
+"""Fast checks of the pieces generated cases rest on: inputs with exact zeros and strided views,
+variety recipes, the driver written for a task's spec calls, the interpreter's case choice and
+the CPU shim's CUDA answers."""
+
+import subprocess
+import sys
+
+import torch
+
+from tritonforge.model import Case, CaseRole, PerfScriptCall, SpecCall, Task, TensorSpec
+from tritonforge.model import TestSectionCall as SectionCall
+from tritonforge.runtime.inputs import make_tensor
+from tritonforge.search.loop import INTERPRETER_MAX_ELEMENTS, interpreter_cases
+from tritonforge.testgen.augment import driver_source
+from tritonforge.testgen.cases import vary
+
+
+def _draw(spec: TensorSpec) -> torch.Tensor:
+    return make_tensor(spec, torch.Generator().manual_seed(7), "cpu")
+
+
+def test_strided_layout_holds_the_contiguous_values_in_a_view():
+    dense = _draw(TensorSpec((5, 7)))
+    view = _draw(TensorSpec((5, 7), layout="strided"))
+    assert not view.is_contiguous() and view.stride() == (14, 2)
+    assert torch.equal(view, dense)
+    one_d = _draw(TensorSpec((9,), layout="strided"))
+    assert one_d.stride() == (2,) and torch.equal(one_d, _draw(TensorSpec((9,))))
+
+
+def test_sparsity_zeroes_a_fraction_and_keeps_the_rest():
+    dense = _draw(TensorSpec((4000,)))
+    sparse = _draw(TensorSpec((4000,), sparsity=0.5))
+    zeros = (sparse == 0).float().mean().item()
+    assert 0.4 < zeros < 0.6
+    kept = sparse != 0
+    assert torch.equal(sparse[kept], dense[kept])
+
+
+def test_variety_changes_drawn_floats_only():
+    x = TensorSpec((8,), "float32", "randn", scale=2.0)
+    assert vary(x, "large").scale == 2e3 and vary(x, "tiny").scale == 2e-3
+    assert vary(TensorSpec((8,), "float16"), "large").scale == 32.0
+    assert vary(x, "sparse").sparsity == 0.5
+    for fixed in (TensorSpec((8,), init="zeros"), TensorSpec((8,), "int32", "randint", low=0, high=4),
+                  TensorSpec((8,), init="empty")):
+        assert vary(fixed, "large") == fixed and vary(fixed, "sparse") == fixed
+    assert vary(x, "strided").layout == "strided"
+    assert vary(x, "strided", written=True) == x          # outputs stay as the caller made them
+    assert vary(TensorSpec((8,), init="empty"), "strided").layout == "contiguous"
+
+
+def test_driver_runs_test_sections_and_small_spec_calls():
+    small = SpecCall("f", (TensorSpec((4, 3)), 2), (("alpha", 0.5),))
+    huge = SpecCall("f", (TensorSpec((1 << 14, 1 << 10)), 2))
+    task = Task("t", "def f(x, n, alpha=1.0): pass\n", ("f",),
+                (Case("a", CaseRole.CORRECTNESS, small), Case("b", CaseRole.PERFORMANCE, huge),
+                 Case("s", CaseRole.CORRECTNESS, SectionCall("r = f(None, 1)\n"))), "file:t")
+    code = driver_source(task)
+    assert "r = f(None, 1)" in code and "# case a" in code and "# case b" not in code
+    compile(code, "driver", "exec")
+
+
+def test_interpreter_keeps_small_perf_script_inputs():
+    def perf(i, elements):
+        return Case(f"perf-{i}", CaseRole.PERFORMANCE, PerfScriptCall("script", "m", i, elements))
+    task = Task("t", "", ("f",), (Case("test", CaseRole.CORRECTNESS, SectionCall("")),
+                                  perf(0, 4096), perf(1, INTERPRETER_MAX_ELEMENTS + 1), perf(2, None)),
+                "tritonbench:t")
+    kept, notes = interpreter_cases(task)
+    assert [c.id for c in kept.cases] == ["test", "perf-0"]
+    assert kept.case("perf-0").role is CaseRole.CORRECTNESS
+    assert len(notes) == 2
+
+
+def test_cpu_shim_answers_cuda_to_device_checks():
+    code = (
+        "import torch\n"
+        "from tritonforge.runtime import cpu_shim\n"
+        "cpu_shim.install()\n"
+        "x = torch.randn(4, device='cuda')\n"
+        "assert x.is_cuda and x.device.type == 'cuda'\n"
+        "y = torch.empty(4, device=x.device).to(x.device)\n"
+        "with torch.cuda.device(x.device):\n"
+        "    z = x + y.zero_()\n"
+        "assert torch.equal(z, x)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
