@@ -14,6 +14,8 @@ from tritonforge.runtime.service import Evaluator, original_variant
 from tritonforge.tasks.tritonbench import Record, task_from_record
 from tritonforge.testgen.augment import augment_task
 
+pytestmark = pytest.mark.slow        # minutes on the CPU interpreter
+
 WRONG = ("skips_state_update", "skips_zero_grads")
 RIGHT = ("copy", "honest_block")
 

@@ -1,4 +1,4 @@
-"""A GEMM record tested by one 256x128x256 call: its own test accepts three wrong rewrites; with
+"""A GEMM record tested by one 128x64x128 call: its own test accepts three wrong rewrites; with
 generated cases (odd sizes that leave a partial K tile, a large odd case) each is rejected, and
 the original and an honest rewrite still pass. CPU interpreter."""
 
@@ -12,6 +12,8 @@ from tritonforge.model import CaseRole, Variant, content_hash
 from tritonforge.runtime.service import Evaluator, original_variant
 from tritonforge.tasks.tritonbench import Record, task_from_record
 from tritonforge.testgen.augment import augment_task
+
+pytestmark = pytest.mark.slow        # minutes on the CPU interpreter
 
 WRONG = ("k_tail_drop", "fp16_accumulator", "library_above_512")
 RIGHT = ("copy", "honest_loop")
@@ -51,7 +53,7 @@ def test_generated_cases_are_added_and_marked(verdicts):
     augmented, _ = verdicts
     gen = augmented.task.generated_cases
     assert gen and all(c.role is CaseRole.CORRECTNESS and c.id.startswith("gen-") for c in gen)
-    # K (128 in the test, a multiple of BLOCK_K = 32) takes a value that is not
+    # K (64 in the test, a multiple of BLOCK_K = 32) takes a value that is not
     ks = {c.recipe.args[0].shape[1] for c in gen}
     assert any(k % 32 for k in ks), ks
     # one case above the library rewrite's threshold, with a longer reduction

@@ -315,17 +315,18 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
         pr = run_original(evaluator, task, tuple(probes.values()), deadline=deadline)
         kept += list(pr.kept)
         dropped += list(pr.dropped)
-    if options.stability and kept and deadline is not None and time.monotonic() > deadline:
+    by_id = {c.case.id: c for c in b.cases}
+    views = [c for c in kept if by_id[c].origin == "layout"]
+    if views:
+        # a view the original does not handle (it ignores strides) cannot judge candidates;
+        # the check runs the original twice on the case, so it stands for stability too
+        checked = check_layout(evaluator, task, tuple(views), deadline=deadline)
+        dropped += checked.dropped
+        kept = [c for c in kept if c not in {d.case_id for d in checked.dropped}]
+    rest = [c for c in kept if by_id[c].origin != "layout"]
+    if options.stability and rest and deadline is not None and time.monotonic() > deadline:
         notes.append("stability check not done: the validation time budget ran out")
-    elif options.stability and kept:
-        by_id = {c.case.id: c for c in b.cases}
-        views = [c for c in kept if by_id[c].origin == "layout"]
-        if views:
-            checked = check_layout(evaluator, task, tuple(views), deadline=deadline)
-            dropped += checked.dropped
-            kept = [c for c in kept if c not in {d.case_id for d in checked.dropped}]
-        # a view case's layout check ran the original twice on it already: it is stable
-        rest = [c for c in kept if by_id[c].origin != "layout"]
+    elif options.stability and rest:
         cheap = [c for c in rest if not interpreted or by_id[c].est_s <= options.stability_max_s]
         if len(cheap) < len(rest):
             notes.append(f"stability check skipped for {len(rest) - len(cheap)} case(s) that take "
