@@ -10,7 +10,9 @@ import torch
 from tritonforge.model import Case, CaseRole, PerfScriptCall, SpecCall, Task, TensorSpec
 from tritonforge.model import TestSectionCall as SectionCall
 from tritonforge.runtime.inputs import make_tensor
-from tritonforge.search.loop import INTERPRETER_MAX_ELEMENTS, interpreter_cases
+from tritonforge.search.loop import (
+    INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_SCRIPT_ELEMENTS, interpreter_cases,
+)
 from tritonforge.testgen.augment import driver_source
 from tritonforge.testgen.cases import vary
 
@@ -68,9 +70,16 @@ def test_interpreter_keeps_small_perf_script_inputs():
                                   perf(0, 4096), perf(1, INTERPRETER_MAX_ELEMENTS + 1), perf(2, None)),
                 "tritonbench:t")
     kept, notes = interpreter_cases(task)
+    assert [c.id for c in kept.cases] == ["test"]           # perf-2's size is unknown: the
+    assert len(notes) == 3                                   # script may build GBs on the host
+    known = Task("t", "", ("f",), task.cases[:3], "tritonbench:t")
+    kept, notes = interpreter_cases(known)
     assert [c.id for c in kept.cases] == ["test", "perf-0"]
     assert kept.case("perf-0").role is CaseRole.CORRECTNESS
-    assert len(notes) == 2
+    assert len(notes) == 1
+    huge = Task("t", "", ("f",), task.cases[:2] + (perf(1, INTERPRETER_MAX_SCRIPT_ELEMENTS),),
+                "tritonbench:t")
+    assert [c.id for c in interpreter_cases(huge)[0].cases] == ["test"]
 
 
 def test_cpu_shim_answers_cuda_to_device_checks():

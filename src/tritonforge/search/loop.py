@@ -68,6 +68,7 @@ class OptimizeResult:
 
 
 INTERPRETER_MAX_ELEMENTS = 1 << 16
+INTERPRETER_MAX_SCRIPT_ELEMENTS = 1 << 26
 INTERPRETER_MAX_ROUNDS = 2
 INTERPRETER_MAX_CANDIDATES = 3
 
@@ -88,6 +89,14 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
             return sum(elements(v) for v in value)
         return 0
 
+    # a performance script builds every input at once, on the host: only a script whose inputs
+    # all fit in a few hundred MB is run, even for its small ones
+    script_elements: dict[str, int] = {}
+    for case in task.performance_cases:
+        if isinstance(case.recipe, PerfScriptCall):
+            n = case.recipe.elements
+            script_elements[case.recipe.script] = (script_elements.get(case.recipe.script, 0)
+                                                   + (n if n is not None else 1 << 62))
     kept, notes = [], []
     for case in task.cases:
         if case.role is CaseRole.CORRECTNESS:
@@ -96,7 +105,8 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
                 (case.recipe.args, tuple(v for _, v in case.recipe.kwargs))) <= INTERPRETER_MAX_ELEMENTS:
             kept.append(replace(case, role=CaseRole.CORRECTNESS))
         elif (isinstance(case.recipe, PerfScriptCall) and case.recipe.elements is not None
-              and case.recipe.elements <= INTERPRETER_MAX_ELEMENTS):
+              and case.recipe.elements <= INTERPRETER_MAX_ELEMENTS
+              and script_elements[case.recipe.script] <= INTERPRETER_MAX_SCRIPT_ELEMENTS):
             kept.append(replace(case, role=CaseRole.CORRECTNESS))
         else:
             notes.append(f"case {case.id} skipped on the CPU interpreter (GPU-sized)")
