@@ -97,3 +97,15 @@ def test_cpu_shim_answers_cuda_to_device_checks():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_generated_cases_can_be_switched_off(tmp_path):
+    from tritonforge.config import Settings
+    from tritonforge.testgen.augment import with_generated_cases
+
+    task = Task("t", "def f(x): pass\n", ("f",),
+                (Case("a", CaseRole.CORRECTNESS, SpecCall("f", (TensorSpec((4,)),))),), "file:t")
+    lines = []
+    assert with_generated_cases(task, Settings(generated_cases=False), tmp_path,
+                                progress=lines.append) is task
+    assert not lines and not list(tmp_path.iterdir())

@@ -205,6 +205,12 @@ def check_layout(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
                 reason = ("the original does not handle non-contiguous views (differs from itself "
                           f"on contiguous copies: {why[:120]})")
             dropped.append(Dropped(case_id, reason))
+            continue
+        noise = [n for n in getattr(verdict, "notes", ())
+                 if (m := _SELF_DIFF.match(n)) and m.group(1) == case_id]
+        if noise:       # differences the verifier forgave as the original's own noise
+            dropped.append(Dropped(case_id, "unstable: two runs of the original on the same inputs "
+                                            f"differ ({noise[0][len(case_id) + 1:][:120]})"))
         else:
             kept.append(case_id)
     return Validation(tuple(kept), tuple(dropped))
