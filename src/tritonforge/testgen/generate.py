@@ -52,6 +52,7 @@ class TestgenOptions:
     max_odd_total: int = 40
     variety: tuple[str, ...] = tuple(VARIETIES)   # value/layout variety cases per template
     big_bytes: int = 16 * MB                 # a case at 4x (else 2x) the sizes, if it moves no more
+    probe_tied: bool = False                 # try sizes equal to a constexpr at an odd value too
     validate: bool = True
     stability: bool = True                   # verify the original against itself
     stability_max_s: float = 3.0             # CPU: skip it for cases whose one call takes longer
@@ -219,6 +220,17 @@ def _correctness(b: _Builder, template: Template, prefix: str, options: TestgenO
             if b.add(f"{prefix}odd-{sym.name}-{tag}", CaseRole.CORRECTNESS, template, rep,
                      {sym.name: new}, "odd", f"odd shape: {sym.name} {value} -> {new} ({tag})"):
                 count += 1
+    if options.probe_tied and free and free[0].kind != "tied":
+        # a size equal to a constexpr in one traced call may be a coincidence of round numbers
+        # (K = 64 beside BLOCK_M = 64): tried once at a value that divides no block; the
+        # original decides (a head dimension it requires is refused, and the case dropped)
+        for sym in template.symbols:
+            value = rep_values.get(sym.name, 0)
+            if sym.kind == "tied" and value >= 2 and not shrink_hazard(template, rep, sym.name, value):
+                new = odd_values(value)[0][1]
+                b.add(f"{prefix}odd-{sym.name}-np2", CaseRole.CORRECTNESS, template, rep,
+                      {sym.name: new}, "odd", f"odd shape: {sym.name} {value} -> {new} (equals a "
+                      "constexpr in the traced call; tried at a size that divides no block)")
     growable = [s for s in free if rep_values.get(s.name, 0) >= 2]
     if len(growable) >= 2 and count < options.max_odd:
         values = {s.name: odd_values(rep_values[s.name])[0][1] for s in growable}
