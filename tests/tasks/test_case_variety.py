@@ -109,3 +109,16 @@ def test_generated_cases_can_be_switched_off(tmp_path):
     assert with_generated_cases(task, Settings(generated_cases=False), tmp_path,
                                 progress=lines.append) is task
     assert not lines and not list(tmp_path.iterdir())
+
+
+def test_record_tasks_know_the_size_of_each_perf_input():
+    import pytest
+
+    from tritonforge.tasks.tritonbench import default_data_dir, load_records, load_tasks
+
+    if default_data_dir() is None:
+        pytest.skip("TritonBench-G data not found")
+    name = sorted(load_records())[0]
+    (task,) = load_tasks([name])
+    sizes = [c.recipe.elements for c in task.performance_cases]
+    assert sizes and all(isinstance(n, int) and n > 0 for n in sizes), sizes
