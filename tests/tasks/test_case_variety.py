@@ -122,3 +122,16 @@ def test_record_tasks_know_the_size_of_each_perf_input():
     (task,) = load_tasks([name])
     sizes = [c.recipe.elements for c in task.performance_cases]
     assert sizes and all(isinstance(n, int) and n > 0 for n in sizes), sizes
+
+
+def test_the_search_verifies_generated_cases_before_it_accepts():
+    from tritonforge.model import Status, VariantResult
+    from tritonforge.search.loop import search_verification_cases
+
+    spec = SpecCall("f", (TensorSpec((4,)),))
+    task = Task("t", "", ("f",), (Case("own", CaseRole.CORRECTNESS, spec),
+                                  Case("perf-0", CaseRole.PERFORMANCE, spec),
+                                  Case("gen-var-sparse", CaseRole.CORRECTNESS, spec, generated=True)),
+                "file:t")
+    base = VariantResult("original", "h", Status.OK)
+    assert {c.id for c in task.generated_cases} <= set(search_verification_cases(task, base))
