@@ -135,3 +135,12 @@ def test_the_search_verifies_generated_cases_before_it_accepts():
                 "file:t")
     base = VariantResult("original", "h", Status.OK)
     assert {c.id for c in task.generated_cases} <= set(search_verification_cases(task, base))
+
+
+def test_generated_cases_are_capped_in_turn_per_call_structure():
+    from tritonforge.testgen.augment import _capped
+
+    spec = SpecCall("f", (TensorSpec((4,)),))
+    ids = [f"gen-t1-{k}" for k in "abcdef"] + ["gen-t2-a", "gen-t2-b"]
+    kept = _capped([Case(i, CaseRole.CORRECTNESS, spec) for i in ids], 4)
+    assert [c.id for c in kept] == ["gen-t1-a", "gen-t1-b", "gen-t2-a", "gen-t2-b"]

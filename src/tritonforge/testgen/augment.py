@@ -51,6 +51,7 @@ class AugmentOptions:
     trace_timeout_s: float = 180.0
     budget_s: float | None = 300.0         # validation time; cases left when it ends are dropped
     stability: bool = True
+    max_cases: int = 8                     # kept per task, in turn from each call structure
     big_bytes: int = 16 << 20              # the large odd case: at most this many bytes ...
     big_bytes_interpreted: int = 2 << 20   # ... and this on the CPU interpreter (every candidate
                                            # runs it: a 1025x513x1025 GEMM took minutes there)
@@ -146,8 +147,8 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
                          seconds=time.perf_counter() - start)
     existing = {c.recipe for c in task.cases}
     # the traced call re-drawn duplicates the task's own cases: only what they lack is added
-    new = [_rename(g.case, options.seeds) for g in result.correctness
-           if g.origin != "trace" and g.case.recipe not in existing]
+    new = _capped([_rename(g.case, options.seeds) for g in result.correctness
+                   if g.origin != "trace" and g.case.recipe not in existing], options.max_cases)
     notes = list(result.notes)
     if result.trace.error and not result.trace.ok:
         notes.insert(0, f"the driver did not run to its end: {result.trace.error[:200]}")
@@ -155,6 +156,22 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
     return Augmented(replace(task, cases=task.cases + tuple(new)), tuple(c.id for c in new),
                      dropped, tuple(notes), time.perf_counter() - start,
                      traced=any(c.n_launches for c in result.trace.calls))
+
+
+def _capped(cases: list[Case], limit: int) -> list[Case]:
+    """At most ``limit`` cases, taken in turn from each call structure (ids ``gen-t<N>-...``) so
+    that every traced entry keeps some, in the order they were generated."""
+    groups: dict[str, list[Case]] = {}
+    for c in cases:
+        rest = c.id[len(PREFIX):]
+        key = rest.split("-", 1)[0] if rest.startswith("t") and rest.split("-", 1)[0][1:].isdigit() else ""
+        groups.setdefault(key, []).append(c)
+    out: list[Case] = []
+    while len(out) < limit and any(groups.values()):
+        for key in list(groups):
+            if groups[key] and len(out) < limit:
+                out.append(groups[key].pop(0))
+    return sorted(out, key=cases.index)
 
 
 def _module_name(name: str) -> str:

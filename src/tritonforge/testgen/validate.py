@@ -197,10 +197,16 @@ def check_layout(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
                                         verify=True, time=False, keep_going=True, use_store=False)
         verdict = evaluation.result(twin.name).verdict
         if verdict is None or verdict.failure is not None or verdict.mismatches:
-            why = (verdict.mismatches[0].message if verdict is not None and verdict.mismatches
-                   else "the check did not complete")
-            if "differs from itself" in why:     # the verifier ran the original twice: noise
-                reason = f"unstable: two runs of the original on the same inputs differ ({why[:120]})"
+            messages = [m.message for m in verdict.mismatches] if verdict is not None else []
+            why = messages[0] if messages else "the check did not complete"
+            noisy = [m for m in messages if "differs from itself" in m]
+            if not noisy and messages:
+                # noise or strides? the original against itself on the same view tells
+                again = check_stable(evaluator, task, (case_id,), deadline=deadline)
+                noisy = [d.reason for d in again.dropped if d.reason.startswith("unstable")]
+            if noisy:     # two runs of the original on the same inputs differ: noise
+                reason = (noisy[0] if noisy[0].startswith("unstable") else "unstable: two runs of "
+                          f"the original on the same inputs differ ({noisy[0][:120]})")
             else:
                 reason = ("the original does not handle non-contiguous views (differs from itself "
                           f"on contiguous copies: {why[:120]})")
