@@ -14,10 +14,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .config import Settings
 from .model import Task, VariantResult
+from .model.progress import ProgressSink
 from .runtime.service import Evaluator, PrestartedEvaluators, resolve_device
 from .store import RunStore
 
@@ -36,7 +36,8 @@ class SessionOptions:
 
 
 def build_proposers(settings: Settings, run_dir: Path) -> list:
-    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
+    """The rule engine always, the config search unless ``settings.config_search`` is off; an
+    LLM proposer too when a model (or a replay) is configured.
 
     The LLM comes first: the loop asks proposers in order until the round is full, and the rule
     engine alone fills a round on most kernels; asked first, the LLM takes its
@@ -45,6 +46,12 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     from .search.rules import RuleProposer
 
     proposers: list = [RuleProposer()]
+    if settings.config_search:
+        # before the rules, for its share of the round: the rules fill the rest
+        from .search.config_search import ConfigSearchProposer
+
+        proposers.insert(0, ConfigSearchProposer(settings.config_search_per_round,
+                                                 share=settings.config_search_share))
     if settings.llm_model or settings.llm_replay:
         from .llm.factory import build_proposer
 
@@ -93,10 +100,10 @@ class OptimizeSession:
         return made
 
     def optimize(self, task: Task, budget_s: float | None,
-                 progress: Callable[[str], None] = lambda s: None,
+                 progress: ProgressSink | None = None,
                  known_baseline: VariantResult | None = None):
         """Run the loop on ``task`` for at most ``budget_s`` (its final check included);
-        returns the ``OptimizeResult``."""
+        returns the ``OptimizeResult``. ``progress`` receives the loop's ``ProgressEvent``s."""
         from .runtime.perf_inputs import remove_for
         from .search.loop import Optimizer
 

@@ -60,6 +60,11 @@ class Settings:
     profile: str = "auto"             # auto: Nsight Compute when there is a GPU; static: no ncu; off
     emit: str = "auto"                # fixed: the best config written in; autotune: @triton.autotune over
     # the best few; auto: fixed, unless one size got slower: then autotune over it and the original
+    # the config search (search.config_search): ranked joint launch configs, asked before the
+    # rules for this share of a round's candidates (the rules fill the rest), at most this many
+    config_search: bool = True
+    config_search_share: float = 0.5
+    config_search_per_round: int = 32
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
@@ -122,8 +127,12 @@ def load_settings(
             raise ConfigError(f"config file is not valid TOML: {exc}", location=str(path)) from None
         for key, raw in data.items():
             if key not in known:
+                import difflib
+
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
                 raise ConfigError(f"unknown setting {key!r}", location=str(path),
-                                  hint="known settings: " + ", ".join(sorted(known)))
+                                  hint=(f"did you mean {close[0]!r}? " if close else "")
+                                  + "known settings: " + ", ".join(sorted(known)))
             values[key] = raw
     for key in known:
         env_key = f"TRITONFORGE_{key.upper()}"

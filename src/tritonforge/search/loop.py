@@ -22,6 +22,7 @@ from typing import Callable
 
 from ..config import Settings
 from ..errors import ConfigError, StoreError
+from ..model.progress import ProgressEvent, ProgressSink
 from ..model import (
     Candidate, CaseRole, Decision, Diagnosis, Evaluation, HardwareInfo, HistoryEntry,
     Profile, ProposalContext, Status, Task, VariantResult,
@@ -71,6 +72,8 @@ INTERPRETER_MAX_ELEMENTS = 1 << 16
 INTERPRETER_MAX_SCRIPT_ELEMENTS = 1 << 26
 INTERPRETER_MAX_ROUNDS = 2
 INTERPRETER_MAX_CANDIDATES = 3
+_NOT_COMPILED = (Status.POLICY_REJECTED, Status.IMPORT_ERROR, Status.COMPILE_ERROR, Status.PRUNED,
+                 Status.SKIPPED)
 
 
 def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
@@ -182,7 +185,7 @@ class Optimizer(OutputStage):
 
     def __init__(self, task: Task, settings: Settings, evaluators: list[Evaluator],
                  proposers: list[Proposer], store: RunStore | None,
-                 progress: Callable[[str], None] = lambda s: None,
+                 progress: ProgressSink | None = None,
                  policy: ArbiterPolicy | None = None, candidates_per_round: int = 6,
                  make_final_evaluator: Callable[[], Evaluator] | None = None,
                  known_baseline: VariantResult | None = None):
@@ -198,6 +201,10 @@ class Optimizer(OutputStage):
         self.proposers = proposers
         self.store = store
         self.progress = progress
+        self._counts = {"compiled": 0, "verified": 0, "timed": 0, "failed": 0}
+        self._best: tuple[float, float] | None = None    # (speedup, lower bound) of the incumbent
+        self._clock: tuple[float, float | None] = (time.perf_counter(), None)  # start, budget
+        self._phase, self._round = "baseline", 0
         self.policy = policy or ArbiterPolicy(max_case_regression=settings.max_case_regression)
         self.per_round = candidates_per_round
         self.make_final_evaluator = make_final_evaluator
@@ -205,6 +212,20 @@ class Optimizer(OutputStage):
         self.known_baseline = None if self.interpreted else known_baseline
         self.profile = None
         self.final_dropped: set[str] = set()   # cases the original fails alone (final check)
+
+    def _emit(self, phase: str | None = None, message: str = "") -> None:
+        """Hand the progress sink where the run stands (``model.progress``); text notes travel as
+        the event's ``message``."""
+        if getattr(self, "progress", None) is None:
+            return
+        self._phase = phase or getattr(self, "_phase", "baseline")
+        start, budget = getattr(self, "_clock", (time.perf_counter(), None))
+        elapsed, best = time.perf_counter() - start, getattr(self, "_best", None)
+        self.progress(ProgressEvent(
+            self._phase, getattr(self, "_round", 0), **getattr(self, "_counts", {}),
+            best_speedup=best[0] if best else None, best_low=best[1] if best else None,
+            budget_left_s=None if budget is None else max(0.0, budget - elapsed),
+            elapsed_s=elapsed, message=message))
 
     # ------------------------------------------------------------------ steps
     def _verify_all(self, task: Task, original: Candidate, cands: list[Candidate],
@@ -317,7 +338,7 @@ class Optimizer(OutputStage):
             if not skipped or not dead or "incumbent" in dead or \
                     final["incumbent"].status is not Status.SKIPPED:
                 break
-            self.progress(f"{task.name}: timing again without {', '.join(sorted(dead))}, which "
+            self._emit(message=f"{task.name}: timing again without {', '.join(sorted(dead))}, which "
                           f"killed the worker ({len(skipped)} variant(s) not timed)")
             again = self.timer.evaluate(task, tuple(skipped), purpose="time", case_ids=case_ids,
                                         verify=False, time=True, run_cases=False, keep_going=True)
@@ -338,6 +359,8 @@ class Optimizer(OutputStage):
             processes (suite shards): the budget buys search, not waiting."""
             return time.perf_counter() - since - (gpu_blocked_s() - blocked_since)
 
+        self._clock = (start, budget_s)
+        self._emit("baseline", f"{self.task.name}: timing the original")
         original = Candidate(self.task.source, "original")
         if self.store:
             self.store.put_task(self.task)
@@ -387,6 +410,7 @@ class Optimizer(OutputStage):
         prestart = getattr(self.make_final_evaluator, "prestart", None)
         if callable(prestart):
             prestart()      # the final check's fresh worker starts while nothing is timed
+        self._emit("profile")
         with clock.phase("profile"):
             diagnosis = self._diagnose(original, profile_case(search_ids, base), notes, base,
                                        hardware)
@@ -433,6 +457,8 @@ class Optimizer(OutputStage):
             ctx = ProposalContext(task, incumbent, round_, hardware, history=tuple(history),
                                   budget=self.per_round, diagnosis=diagnosis,
                                   profile=self.profile)
+            self._round = round_
+            self._emit("propose")
             with clock.phase("propose"):
                 cands = self._prune(task, incumbent, self._propose(ctx), hardware, history, notes)
             if not cands:
@@ -442,6 +468,7 @@ class Optimizer(OutputStage):
             for c in cands:
                 if self.store:
                     self.store.put_candidate(task.name, c)
+            self._emit("verify", f"{task.name} round {round_}: verifying {len(cands)} candidate(s)")
             with clock.phase("verify"):
                 verified = self._verify_all(task, original, cands, verify_ids)
                 unsafe = self._cases_the_original_crashes(task, original, cands, verified,
@@ -454,13 +481,17 @@ class Optimizer(OutputStage):
                           "reference, or run after itself as a candidate is it crashes or does not "
                           "reproduce its own result): it cannot judge a candidate"
                           for cid in sorted(unsafe)]
-                self.progress(f"{task.name}: {notes[-1]}")
+                self._emit(message=f"{task.name}: {notes[-1]}")
                 again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)
                          or blamed_cases(verified[c.hash]) & unsafe]
                 if verify_ids and again:
                     with clock.phase("verify"):
                         verified.update(self._verify_all(task, original, again, verify_ids))
             good = [c for c in cands if verified[c.hash].status is Status.OK]
+            self._counts["compiled"] += sum(verified[c.hash].status not in _NOT_COMPILED
+                                            for c in cands)
+            self._counts["verified"] += len(good)
+            self._counts["failed"] += len(cands) - len(good)
             for c in cands:
                 r = verified[c.hash]
                 if r.status is not Status.OK:
@@ -472,6 +503,7 @@ class Optimizer(OutputStage):
             best: tuple[Decision, Candidate] | None = None
             clean: list[tuple[float, Decision, Candidate]] = []   # accepted this round
             if good:
+                self._emit("time", f"{task.name} round {round_}: timing {len(good)} candidate(s)")
                 with clock.phase("time"):
                     self._final_worker_started()
                     timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
@@ -479,18 +511,19 @@ class Optimizer(OutputStage):
                     final_estimate.observe(busy_s(timed_at, timed_blocked), 1 + len(good),
                                            search_ids)
                 inc = timing.result("incumbent")
+                self._counts["timed"] += len(good)
                 retimed = _sliver_retimed(self.profile, inc) if sliver_cut else None
                 if retimed:
                     patience, sliver_cut = self.settings.patience, False
                     notes.append(retimed)
-                    self.progress(f"{task.name}: {retimed}")
+                    self._emit(message=f"{task.name}: {retimed}")
                 judged_ids, lost = incumbent_timed_cases(inc, search_ids)
                 if lost:
                     search_ids = tuple(i for i in search_ids if i not in lost) or search_ids
                     notes.append(f"case(s) {', '.join(sorted(lost))} left out of the search's "
                                  "timing: the incumbent failed there while timed (the final check "
                                  "still runs every case)")
-                    self.progress(f"{task.name}: {notes[-1]}")
+                    self._emit(message=f"{task.name}: {notes[-1]}")
                 for i, c in enumerate(good):
                     decision = judge(inc, timing.result(f"c{i}"), judged_ids,
                                      interpreted=self.interpreted, policy=self.policy)
@@ -517,20 +550,25 @@ class Optimizer(OutputStage):
                 chain.append(incumbent)
                 if best[0].speedup == best[0].speedup:
                     factor *= best[0].speedup
-                self.progress(f"{task.name} round {round_}: accepted {best[1].description} "
+                    self._best = (factor, factor / best[0].speedup * best[0].speedup_low)
+                self._emit(message=f"{task.name} round {round_}: accepted {best[1].description} "
                               f"({best[0].reason})")
             else:
                 stale += 1
-                self.progress(f"{task.name} round {round_}: no candidate accepted "
+                self._emit(message=f"{task.name} round {round_}: no candidate accepted "
                               f"({len(good)}/{len(cands)} verified)")
                 if stale >= patience:
                     stop = f"no gain for {stale} rounds"
                     break
+        self._emit("final-check", f"{task.name}: final check in a fresh process")
         with clock.phase("final check"):
             final, best_c = self._output(task, original, chain, ranked, split, factor, notes,
                                          runners=runners)
         notes += [f"case {cid} dropped from the final check: the original fails there when run as "
                   "its own candidate in a fresh process" for cid in sorted(self.final_dropped)]
+        if final is not None and final.accepted and final.speedup == final.speedup:
+            self._best = (final.speedup, final.speedup_low)
+        self._emit("done", f"{task.name}: {final.reason if final is not None else stop}")
         return OptimizeResult(task.name, original, best_c, final, round_, stop,
                               time.perf_counter() - start, len(history), tuple(history),
                               search_ids, tuple(notes), gpu_blocked_s() - blocked0,
@@ -640,7 +678,7 @@ class Optimizer(OutputStage):
             if outcome.final is not None and outcome.final.hash not in known:
                 known.add(outcome.final.hash)
                 fixed.append(outcome.final)
-            self.progress(f"{task.name} round {ctx.round}: repair of {cand.description or cand.hash}"
+            self._emit(message=f"{task.name} round {ctx.round}: repair of {cand.description or cand.hash}"
                           f": {outcome.stop_reason} ({len(outcome.attempts)} attempt(s))")
         return fixed
 
@@ -686,7 +724,7 @@ class Optimizer(OutputStage):
         if d is not None:
             notes.append(f"diagnosis ({profile.source}{where}): {d.bound.value}-bound, {d.bottleneck}; "
                          "hints: " + ", ".join(h.kind for h in d.hints[:4]))
-            self.progress(f"{self.task.name}: {notes[-1]}")
+            self._emit(message=f"{self.task.name}: {notes[-1]}")
             # where the time is not the kernels', the user hears it with the numbers: no kernel
             # move can change that part (profile.rules.outside_kernels)
             notes += [h.evidence for h in d.hints if h.kind == "outside_kernels"]

@@ -232,7 +232,7 @@ class OutputStage:
         decision = self._final(task, original, joined)
         verdict = "kept" if decision.accepted else "not kept"
         notes.append(f"size dispatch ({rule.describe()}) {verdict}: {decision.reason}")
-        self.progress(f"{task.name}: {notes[-1]}")
+        self._emit(message=f"{task.name}: {notes[-1]}")
         return decision, joined
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
@@ -285,7 +285,7 @@ class OutputStage:
             if not unsafe:
                 break
             dropped |= unsafe
-            self.progress(f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
+            self._emit(message=f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
                           "dropped (the original fails there as its own candidate); checking again")
             if not _without(task, dropped).performance_cases:
                 break
