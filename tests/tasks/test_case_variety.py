@@ -106,7 +106,10 @@ def test_generated_cases_can_be_switched_off(tmp_path):
     task = Task("t", "def f(x): pass\n", ("f",),
                 (Case("a", CaseRole.CORRECTNESS, SpecCall("f", (TensorSpec((4,)),))),), "file:t")
     lines = []
-    assert with_generated_cases(task, Settings(generated_cases=False), tmp_path,
+    assert with_generated_cases(task, Settings(generated_cases="off"), tmp_path,
+                                progress=lines.append) is task
+    # auto: on the GPU only (every candidate runs them; on the interpreter that takes minutes)
+    assert with_generated_cases(task, Settings(generated_cases="auto", device="cpu"), tmp_path,
                                 progress=lines.append) is task
     assert not lines and not list(tmp_path.iterdir())
 

@@ -181,11 +181,14 @@ def _module_name(name: str) -> str:
 
 def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
                          evaluator: Evaluator | None = None, progress=lambda line: None) -> Task:
-    """``task`` with generated cases when ``settings.generated_cases`` is on (the entry points'
-    hook before a search), saying in one ``progress`` line what was added and dropped."""
-    if not settings.generated_cases:
+    """``task`` with generated cases when ``settings.generated_cases`` is on ("auto": on the GPU)
+    (the entry points' hook before a search), saying in one ``progress`` line what was added and
+    dropped."""
+    if settings.generated_cases == "off":
         return task
-    device = evaluator.device if evaluator is not None else None
+    device = evaluator.device if evaluator is not None else resolve_device(settings.device)
+    if settings.generated_cases == "auto" and device == "cpu":
+        return task
     aug = augment_task(task, settings, work_dir, device=device, evaluator=evaluator,
                        options=AugmentOptions(budget_s=settings.generated_cases_budget_s))
     failed = sum(d.refused for d in aug.dropped)
