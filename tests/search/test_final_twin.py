@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Case, CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
 from tritonforge.search.arbiter import ArbiterPolicy
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.final_check import FinalCheck
 
 ORIGINAL = Candidate("x = 1\n", "original")
 BEST = Candidate("x = 2\n", "rules:t", description="faster")
@@ -57,7 +57,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
             b = VariantResult("best", "b", Status.OK, timings=_timed("b", ids, 1.0))
         return SimpleNamespace(result=lambda name: o if name == "original" else b)
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = FinalCheck.__new__(FinalCheck)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     opt.make_final_evaluator = None
     opt.settings = SimpleNamespace(timing_rep_ms=None)
@@ -70,7 +70,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
 
 
 def _final(opt):
-    import tritonforge.search.output as output
+    import tritonforge.search.final_check as output
     saved = output.final_check_plan
     output.final_check_plan = lambda settings: None
     try:
@@ -126,7 +126,7 @@ def test_a_passing_best_runs_no_twin():
 
 def test_narrowing_stops_after_its_limit():
     """A twin failing a new case each time does not narrow the check for ever."""
-    from tritonforge.search.output import MAX_FINAL_NARROWINGS
+    from tritonforge.search.final_check import MAX_FINAL_NARROWINGS
 
     opt, asked = _optimizer(best_fails=set(CASES), twin_fails=set(CASES))
     decision = _final(opt)

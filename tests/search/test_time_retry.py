@@ -1,5 +1,5 @@
 """The search's timing request: a candidate that kills the worker does not leave the others
-unjudged (search.loop.Optimizer._time)."""
+unjudged (search.stages.RoundStages._time)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from tritonforge.config import Settings
 from tritonforge.model import Candidate, DeviceInfo, Evaluation, Failure, Status, VariantResult
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.stages import RoundStages
 
 DEVICE = DeviceInfo("fake GPU", False)
 
@@ -39,7 +39,7 @@ class _Timer:
 
 
 def _optimizer(timer, said):
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.timer, opt.progress = timer, said.append
     return opt
 

@@ -61,6 +61,8 @@ class ProposalContext:
     diagnosis: Diagnosis | None = None
     history: tuple[HistoryEntry, ...] = ()
     budget: int = 8         # how many candidates the loop wants at most this round
+    config_search: bool = False   # the search asks for a configuration search this round
+    # (num_warps, num_stages, block sizes): near the roofline, or nothing else proposed
 
 
 @dataclass(frozen=True)

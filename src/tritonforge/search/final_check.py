@@ -1,24 +1,38 @@
-"""The optimizer's output stage: what a run writes once its rounds are over.
+"""The final check: what a run writes once its rounds are over (search side).
 
 The final check (a fresh process, every case) of the accepted chain's best, then of earlier ones;
 with ``emit = "auto"``, a config the final check found faster overall but slower on some size is
 joined with the original by a Python size test at the launch (``search.dispatch``), else offered as
 an ``@triton.autotune`` over it and the original (``search.emit``); with ``emit = "autotune"``,
-the autotune over the best few. Kept apart from ``search.loop`` (the rounds) so that each stays
-small; ``OutputStage`` is a mixin of ``loop.Optimizer`` and uses its evaluators, settings, policy,
-store and progress.
+the autotune over the best few. ``FinalCheck`` is an object of its own, composed by
+``loop.Optimizer``: it holds the timing worker, the factory of fresh workers, the settings, the
+arbiter's policy, the store and the record's ``BudgetPolicy``.
+
+Bounded by the budget: every check runs on the final-check plan shortened to end by the record's
+cap (``BudgetPolicy.fit_plan``: fewer samples per case, every case still verified and timed); a
+check after the first (a fallback along the chain, a runner-up, a size dispatch, an autotune
+output) runs only if its estimate (an autotuned file's first-run tuning included) fits before the
+cap, and the size probes only in the time that leaves; otherwise the best result already checked
+stands.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
+from ..config import Settings
 from ..model import Candidate, Decision, Task, Variant, VariantResult
-from ..runtime.service import final_check_plan
-from .arbiter import judge
+from ..runtime.service import Evaluator, final_check_plan
+from ..store import RunStore
+from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
+from .budget import FINAL_FIXED_S, BudgetPolicy
+
+log = logging.getLogger(__name__)
 
 PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
 MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
@@ -37,8 +51,42 @@ def _variant(c: Candidate, name: str) -> Variant:
     return Variant(name, c.source, c.hash)
 
 
-class OutputStage:
-    """The output-stage methods of ``loop.Optimizer`` (see the module docstring)."""
+class FinalCheck:
+    """The final check and the output it decides (see the module docstring). ``estimate_s``:
+    the expected seconds of one final check of a candidate (``search.budget``); ``budget``:
+    the record's policy (None: unbounded)."""
+
+    def __init__(self, settings: Settings, policy: ArbiterPolicy, timer: Evaluator,
+                 make_final_evaluator: Callable[[], Evaluator] | None, store: RunStore | None,
+                 progress: Callable[[str], None], interpreted: bool,
+                 budget: BudgetPolicy | None = None,
+                 estimate_s: Callable[[Candidate], float] | None = None):
+        self.settings, self.policy, self.timer = settings, policy, timer
+        self.make_final_evaluator, self.store, self.progress = make_final_evaluator, store, progress
+        self.interpreted = interpreted
+        self.budget, self.estimate_s = budget, estimate_s
+        self.final_dropped: set[str] = set()   # cases the original fails alone
+        self.checks = 0                        # final checks run (each narrowing counts once)
+
+    def _expected_s(self, cand: Candidate) -> float:
+        estimate = getattr(self, "estimate_s", None)
+        return estimate(cand) if estimate is not None else FINAL_FIXED_S
+
+    def _budget_refuses(self, cand: Candidate) -> str | None:
+        """Why a check of ``cand`` after the first would not end by the cap (None: it fits)."""
+        budget = getattr(self, "budget", None)
+        if budget is None or not getattr(self, "checks", 0):
+            return None
+        go = budget.another_check(self._expected_s(cand))
+        return None if go else go.reason
+
+    def _plan(self, cand: Candidate):
+        """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``)."""
+        plan = final_check_plan(self.settings)
+        budget = getattr(self, "budget", None)
+        if budget is None or plan is None:
+            return plan
+        return budget.fit_plan(plan, FINAL_FIXED_S, self._expected_s(cand))
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
                 split: list, factor: float, notes: list[str], runners: list = ()
@@ -201,12 +249,19 @@ class OutputStage:
         probe = Candidate(probe_source(base, changes, path), "emit:dispatch-probe",
                           original.hash, "size probe")
         probe_start = time.perf_counter()
+        budget = getattr(self, "budget", None)
+        probe_s = (PROBE_BUDGET_S if budget is None
+                   else budget.probe_budget_s(PROBE_BUDGET_S, self._expected_s(cand)))
+        if probe_s <= 0:
+            notes.append("size dispatch not tried: its probes and final check would not end by "
+                         "the record's time cap")
+            return None, original
         for case in task.performance_cases:
             if case.id not in speedups:
                 continue
-            if time.perf_counter() - probe_start > PROBE_BUDGET_S:
+            if time.perf_counter() - probe_start > probe_s:
                 # a rule from the cases probed so far; the final check still runs every case
-                notes.append(f"size probes stopped after {PROBE_BUDGET_S:.0f} s ({len(sizes)} case(s))")
+                notes.append(f"size probes stopped after {probe_s:.0f} s ({len(sizes)} case(s))")
                 break
             path.unlink(missing_ok=True)
             self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
@@ -274,6 +329,13 @@ class OutputStage:
         perf-04 in the final check, after the search had accepted a 1.067x candidate; and
         attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
         reads past its 16-row tensors."""
+        refused = self._budget_refuses(best)
+        if refused is not None:
+            log.info("%s: final check of %s not run: %s", getattr(task, "name", "?"),
+                     best.description or best.hash, refused)
+            return Decision(best.hash, False, float("nan"), float("nan"), float("nan"),
+                            float("nan"), f"not checked: {refused}")
+        self.checks = getattr(self, "checks", 0) + 1
         dropped: set[str] = self.final_dropped
         for _ in range(MAX_FINAL_NARROWINGS + 1):
             narrowed = _without(task, dropped)
@@ -302,7 +364,7 @@ class OutputStage:
         """One fresh-process final check: (original's result, best's result, decision)."""
         evaluation = self._fresh_evaluate(
             task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
-            verify=True, time=True, keep_going=True, plan=final_check_plan(self.settings))
+            verify=True, time=True, keep_going=True, plan=self._plan(best))
         perf = tuple(c.id for c in task.performance_cases)
         original_r, best_r = evaluation.result("original"), evaluation.result("best")
         decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)
