@@ -30,6 +30,7 @@ from .cases import (  # noqa: F401 - re-exported: callers and tests import them 
     SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases, profile_case,
     representative_cases, restrict_to_runnable, search_verification_cases, verification_tiers,
 )
+from .ahead import CompileAhead
 from .final_check import FinalCheck
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
@@ -73,12 +74,18 @@ class Optimizer:
                  policy: ArbiterPolicy | None = None, candidates_per_round: int = 6,
                  make_final_evaluator: Callable[[], Evaluator] | None = None,
                  known_baseline: VariantResult | None = None,
-                 events: ProgressSink | None = None):
+                 events: ProgressSink | None = None,
+                 ahead_proposers: list[Proposer] | None = None):
         """``known_baseline``: the original's per-case times from a baseline sweep of the same
         task on this kind of GPU; the search's first step (timing the original on every case,
         96-101 s for dequantize_matmul and bmm_optimized on the H100, most of their budget) is
         then skipped. It only chooses cases and sizes the profile: every figure the run reports
-        still comes from timing the original beside the candidate."""
+        still comes from timing the original beside the candidate.
+
+        ``ahead_proposers``: proposers of their own (not those of ``proposers``: a proposer may
+        keep state between calls) whose candidates from the source alone compile on the spare
+        workers of the pool while the original's baseline and profile run (``search.ahead``);
+        None or a pool of one worker: nothing is compiled ahead."""
         self.task = task
         self.settings = settings
         self.evaluators = evaluators
@@ -89,6 +96,7 @@ class Optimizer:
         self.events = events
         self.policy = policy or ArbiterPolicy(max_case_regression=settings.max_case_regression)
         self.per_round = candidates_per_round
+        self.ahead_proposers = list(ahead_proposers or ())
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
         self.known_baseline = None if self.interpreted else known_baseline
@@ -142,6 +150,30 @@ class Optimizer:
             notes.append(f"CPU interpreter: at most {max_rounds} rounds of "
                          f"{self.per_round} candidates, accepted by correctness only")
 
+        ahead = self._compile_ahead(task, original)
+        try:
+            return self._pipeline(task, original, notes, max_rounds, clock, budget, ahead,
+                                  start, blocked0)
+        finally:
+            if ahead is not None:
+                ahead.stop()
+
+    def _compile_ahead(self, task: Task, original: Candidate) -> CompileAhead | None:
+        """Compiling ahead started on the pool's spare workers (None: no spare worker, no ahead
+        proposer, or the CPU interpreter, where nothing compiles)."""
+        spare = self.evaluators[1:]
+        if not spare or not self.ahead_proposers or self.interpreted:
+            return None
+        ahead = CompileAhead(spare, task, original, self.ahead_proposers, self.per_round,
+                             HardwareInfo(self.timer.device, False))
+        self._emit("compile", message="compiling likely first candidates ahead")
+        ahead.start()
+        return ahead
+
+    def _pipeline(self, task: Task, original: Candidate, notes: list[str], max_rounds: int,
+                  clock: PhaseClock, budget: BudgetPolicy, ahead: CompileAhead | None,
+                  start: float, blocked0: float) -> OptimizeResult:
+        """The stages after the static setup (see the module docstring)."""
         def early(stop: str, base_notes=None) -> OptimizeResult:
             self._emit("done", message=stop)
             return OptimizeResult(task.name, original, original, None, 0, stop,
@@ -178,6 +210,10 @@ class Optimizer:
                             verification_tiers(task, verify_ids, base), diagnosis,
                             patience=self.settings.patience, notes=tuple(notes))
         state = self._stop_rules(state, base)
+        if ahead is not None:
+            report = ahead.stop()
+            state = state.noted(report.note())
+            self._emit("compile", compiled=report.compiled, message=report.note())
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
                        self.final_check._split_worthy, self._emit, self.settings.min_speedup,
                        self.settings.patience, self._final_worker_started)
