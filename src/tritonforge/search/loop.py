@@ -35,7 +35,7 @@ from .final_check import FinalCheck
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
 from .roofline import roofline_call
-from .rounds import RoundEnv, run_round
+from .rounds import RoundEnv, counts, run_round
 from .stages import RoundStages
 from .state import SearchState
 
@@ -219,7 +219,7 @@ class Optimizer:
                        self.settings.patience, self._final_worker_started)
         state, stop = self._rounds(state, env, budget, max_rounds)
         self._emit("final-check", round=state.round, best_speedup=None if self.interpreted
-                   else state.factor)
+                   else state.factor, **counts(state))
         with clock.phase("final check"):
             notes = list(state.notes)
             final, best_c = self.final_check._output(state.task, original, list(state.chain),
@@ -228,8 +228,9 @@ class Optimizer:
                                                      runners=list(state.runners))
         notes += [f"case {cid} dropped from the final check: the original fails there when run as "
                   "its own candidate in a fresh process" for cid in sorted(self.final_check.final_dropped)]
-        self._emit("done", round=state.round, message=stop,
-                   best_speedup=final.speedup if final is not None and final.accepted else None)
+        self._emit("done", round=state.round, message=stop, **counts(state),
+                   best_speedup=final.speedup if final is not None and final.accepted
+                   and final.speedup == final.speedup else None)
         return OptimizeResult(self.task.name, original, best_c, final, state.round, stop,
                               time.perf_counter() - start, len(state.history), state.history,
                               state.search_ids, tuple(notes), gpu_blocked_s() - blocked0,
@@ -282,7 +283,10 @@ class Optimizer:
         """Rounds until a stop rule or the budget says stop; (last state, stop reason). A search
         with nothing new to propose asks once for a configuration search, if time is left."""
         while state.round < max_rounds:
-            final_s = env.estimate.seconds(c.id for c in state.task.performance_cases)
+            check = getattr(self, "final_check", None)
+            final_s = (check._expected_s(state.incumbent)
+                       if check is not None and check.estimate_s is not None
+                       else env.estimate.seconds(c.id for c in state.task.performance_cases))
             go = budget.start_round(state.round + 1, state.last_round_s, final_s)
             if not go:
                 if state.round >= 1:

@@ -47,6 +47,14 @@ class RoundEnv:
     final_worker_started: Callable[[], None] = lambda: None
 
 
+def counts(state: SearchState) -> dict[str, int]:
+    """The run's cumulative candidate counts for a ``ProgressEvent``, from the history: those
+    timed (they passed verification) and those that failed it (pruned ones are not counted)."""
+    timed = sum(1 for h in state.history if h.status is Status.OK)
+    failed = sum(1 for h in state.history if h.status not in (Status.OK, Status.PRUNED))
+    return {"verified": timed, "timed": timed, "failed": failed}
+
+
 def _busy_s(since: float, blocked_since: float) -> float:
     """Seconds since ``since``, less those queued for a GPU other processes share."""
     return time.perf_counter() - since - (gpu_blocked_s() - blocked_since)
@@ -97,7 +105,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
         if r.status is not Status.OK:
             reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
             history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
-    env.emit("repair", round=round_)
+    env.emit("repair", round=round_, **counts(replace(state, history=tuple(history))))
     with clock.phase("repair"):
         good += st._repair_failed(state.task, state.original, cands, verified, state.verify_ids,
                                   ctx, history)
@@ -120,7 +128,7 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) ->
     """Time ``good`` beside the incumbent on the search cases and let the arbiter choose."""
     st, round_ = env.stages, state.round
     notes, history = list(state.notes), list(state.history)
-    env.emit("time", round=round_, message=f"{len(good)} verified")
+    env.emit("time", round=round_, message=f"{len(good)} verified", **counts(state))
     with env.clock.phase("time"):
         env.final_worker_started()
         timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
@@ -172,6 +180,7 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) ->
     st.progress(f"{state.task.name} round {round_}: accepted {best[1].description} "
                 f"({best[0].reason})")
     env.emit("time", round=round_, best_speedup=factor if not st.interpreted else None,
+             **counts(state),
              best_low=best[0].speedup_low if best[0].speedup_low == best[0].speedup_low else None,
              message=f"accepted {best[1].description}")
     return replace(state, incumbent=best[1], chain=state.chain + (best[1],), factor=factor, stale=0)
