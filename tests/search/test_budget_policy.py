@@ -151,3 +151,26 @@ def test_the_first_final_check_always_runs_on_a_plan_that_fits(monkeypatch):
     assert len(asked) == 1 and out is a
     plan = asked[0][1]
     assert plan.rounds < PLAN.rounds and plan.case_budget_ms < PLAN.case_budget_ms
+
+
+def test_a_size_dispatch_out_of_time_runs_no_probe(tmp_path):
+    """With less time left than the joined file's check needs, no probe runs and no check."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+    src = example.read_text()
+    original = Candidate(src, "original")
+    cand = Candidate(src.replace("BLOCK_SIZE = 4\n", "BLOCK_SIZE = 64\n"), "r", original.hash, "64")
+    asked = []
+    clock = Clock(140.0)                                       # 10 s before the 150 s cap
+    fc = FinalCheck(SimpleNamespace(emit="auto", min_speedup=1.05, run_dir=str(tmp_path)),
+                    ArbiterPolicy(), SimpleNamespace(evaluate=lambda *a, **k: asked.append(k)),
+                    None, None, lambda s: None, False, BudgetPolicy(120.0, clock),
+                    estimate_s=lambda c: 30.0)
+    task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),))
+    vetoed = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case p is 30% slower",
+                      (("p", 0.77), ("q", 2.5)))
+    notes = []
+    decision, out = fc._emit_dispatch(task, original, cand, vetoed, notes)
+    assert decision is None and out is original and asked == []
+    assert "size dispatch not tried" in notes[-1]

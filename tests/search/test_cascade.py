@@ -99,7 +99,7 @@ def test_the_cascade_costs_fewer_case_runs_when_candidates_fail_cheaply():
 
 
 def test_an_out_of_memory_beside_other_workers_is_verified_again_alone():
-    task, base = _task(), _base()
+    task = _task()
     log = []
 
     class Crowded(FakeEvaluator):

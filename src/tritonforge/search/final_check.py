@@ -19,9 +19,7 @@ stands.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
@@ -30,11 +28,10 @@ from ..runtime.service import Evaluator, final_check_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
-from .budget import FINAL_FIXED_S, BudgetPolicy
+from .budget import FINAL_FIXED_S, BudgetPolicy, autotune_first_run_s
 
 log = logging.getLogger(__name__)
 
-PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
 MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
 MAX_TWIN_RUNS = 6          # runs of the original as its own candidate per narrowing
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
@@ -80,13 +77,17 @@ class FinalCheck:
         go = budget.another_check(self._expected_s(cand))
         return None if go else go.reason
 
-    def _plan(self, cand: Candidate):
-        """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``)."""
+    def _plan(self, task: Task, original: Candidate, cand: Candidate):
+        """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``); the
+        fixed part, which no plan shortens, includes both files' first-run autotuning."""
         plan = final_check_plan(self.settings)
         budget = getattr(self, "budget", None)
         if budget is None or plan is None:
             return plan
-        return budget.fit_plan(plan, FINAL_FIXED_S, self._expected_s(cand))
+        perf = len(task.performance_cases)
+        fixed = (FINAL_FIXED_S + autotune_first_run_s(cand.source, perf)
+                 + autotune_first_run_s(original.source, perf))
+        return budget.fit_plan(plan, fixed, self._expected_s(cand))
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
                 split: list, factor: float, notes: list[str], runners: list = ()
@@ -213,82 +214,10 @@ class FinalCheck:
 
     def _emit_dispatch(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
                        notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """The original and ``cand`` joined by a Python size test at the launch (``search.dispatch``):
-        each performance case runs once with a probe that records the launch function's argument
-        sizes, the final check's per-case speedups choose the test, and the joined file goes
-        through the final check like any output. ``(None, original)`` when it cannot be built."""
-        from .dispatch import (
-            NotDispatchable, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
-            size_expression, statement_changes, twin_kernels,
-        )
+        """The original and ``cand`` joined by a size test, checked (``search.final_dispatch``)."""
+        from .final_dispatch import size_dispatch_check
 
-        try:
-            # base: the original plus the candidate's changed kernels under other names (unused
-            # there); other: the candidate launching those. Same as the two when no kernel differs.
-            base, other = twin_kernels(original.source, cand.source)
-            changes = statement_changes(base, other)
-        except NotDispatchable as exc:
-            notes.append(f"size dispatch not possible: {exc}")
-            return None, original
-        speedups = {cid: r for cid, r in vetoed_by.per_case if r == r and r > 0}
-        probe_dir = Path(self.settings.run_dir) / "probes" / cand.hash[:16]
-        probe_dir.mkdir(parents=True, exist_ok=True)
-        # The joined file gets a final check of its own in a fresh process: its worker starts
-        # now, while the probes run untimed (``PrestartedEvaluators``; nothing is timed before
-        # that check takes it, and taking it waits for the start to end).
-        prestart = getattr(self.make_final_evaluator, "prestart", None)
-        if callable(prestart):
-            prestart()
-        sizes: dict[str, dict[str, int]] = {}
-        kinds: dict[str, set[str]] = {}
-        # One probe file, so one probe source for every case: the worker imports it once and
-        # keeps its compiled kernels. A source per case (its own file path written in) was a new
-        # module each time, and each first launch in a new module cost 3-4 s on the H100
-        # (mean_reduction's 16 probes took 67 s, session 19); the file is emptied between cases.
-        path = probe_dir / "sizes.jsonl"
-        probe = Candidate(probe_source(base, changes, path), "emit:dispatch-probe",
-                          original.hash, "size probe")
-        probe_start = time.perf_counter()
-        budget = getattr(self, "budget", None)
-        probe_s = (PROBE_BUDGET_S if budget is None
-                   else budget.probe_budget_s(PROBE_BUDGET_S, self._expected_s(cand)))
-        if probe_s <= 0:
-            notes.append("size dispatch not tried: its probes and final check would not end by "
-                         "the record's time cap")
-            return None, original
-        for case in task.performance_cases:
-            if case.id not in speedups:
-                continue
-            if time.perf_counter() - probe_start > probe_s:
-                # a rule from the cases probed so far; the final check still runs every case
-                notes.append(f"size probes stopped after {probe_s:.0f} s ({len(sizes)} case(s))")
-                break
-            path.unlink(missing_ok=True)
-            self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
-                                case_ids=(case.id,), verify=False, time=False, keep_going=True,
-                                use_store=False)
-            got = read_probe(path)
-            if got:
-                sizes[case.id] = got
-                for name, seen in probe_kinds(path).items():
-                    kinds.setdefault(name, set()).update(seen)
-        # a case within half the per-case limit of even may go either way; the final check judges
-        rule = choose_rule(sizes, speedups, floor=1 - self.policy.max_case_regression / 2)
-        if rule is None:
-            notes.append(f"size dispatch not possible: no size test separates the cases where "
-                         f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
-            return None, original
-        expr = size_expression(rule.param, kinds.get(rule.param, set()))
-        joined = Candidate(dispatch_source(base, other, changes, rule, expr),
-                           "emit:size_dispatch", original.hash,
-                           f"size dispatch: {cand.description} where {rule.describe()}")
-        if self.store:
-            self.store.put_candidate(task.name, joined)
-        decision = self._final(task, original, joined)
-        verdict = "kept" if decision.accepted else "not kept"
-        notes.append(f"size dispatch ({rule.describe()}) {verdict}: {decision.reason}")
-        self.progress(f"{task.name}: {notes[-1]}")
-        return decision, joined
+        return size_dispatch_check(self, task, original, cand, vetoed_by, notes)
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
                        best: Candidate, notes: list[str],
@@ -364,7 +293,7 @@ class FinalCheck:
         """One fresh-process final check: (original's result, best's result, decision)."""
         evaluation = self._fresh_evaluate(
             task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
-            verify=True, time=True, keep_going=True, plan=self._plan(best))
+            verify=True, time=True, keep_going=True, plan=self._plan(task, original, best))
         perf = tuple(c.id for c in task.performance_cases)
         original_r, best_r = evaluation.result("original"), evaluation.result("best")
         decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)

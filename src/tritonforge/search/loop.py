@@ -289,9 +289,7 @@ class Optimizer:
                        else env.estimate.seconds(c.id for c in state.task.performance_cases))
             go = budget.start_round(state.round + 1, state.last_round_s, final_s)
             if not go:
-                if state.round >= 1:
-                    state = state.noted(go.reason)
-                return state, "time budget spent"
+                return state.noted(go.reason), "time budget spent"
             outcome = run_round(state, env)
             state = outcome.state
             if outcome.stop == "no new candidates" and not state.config_search_done \
