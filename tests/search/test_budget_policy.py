@@ -174,3 +174,13 @@ def test_a_size_dispatch_out_of_time_runs_no_probe(tmp_path):
     decision, out = fc._emit_dispatch(task, original, cand, vetoed, notes)
     assert decision is None and out is original and asked == []
     assert "size dispatch not tried" in notes[-1]
+
+
+def test_room_for_more_work_and_the_profile_timeout_follow_the_budget():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)                # 50 s to the cap
+    assert policy.room_for(50.0) and not policy.room_for(51.0)
+    assert policy.profile_timeout_s() == pytest.approx(30.0)          # a quarter of 120 s
+    assert BudgetPolicy(600.0, clock).profile_timeout_s() == pytest.approx(120.0)
+    assert BudgetPolicy(60.0, clock).profile_timeout_s() == pytest.approx(30.0)   # the floor
+    assert BudgetPolicy(None, clock).profile_timeout_s() == pytest.approx(120.0)

@@ -114,3 +114,21 @@ def test_an_out_of_memory_beside_other_workers_is_verified_again_alone():
     got = verify_cascade([alone, Crowded(log)], task, ORIGINAL,
                          [Candidate("x = 1\n", "r"), Candidate("x = 2\n", "r")], (("t0",),))
     assert all(r.status is Status.OK for r in got.values())
+
+
+def test_no_request_starts_once_the_budget_leaves_no_room_and_the_rest_are_skipped_not_failed():
+    from tritonforge.search.cascade import OUT_OF_TIME
+
+    task, base = _task(), _base()
+    tiers = verification_tiers(task, search_verification_cases(task, base), base)
+    cands = [Candidate(f"x = {i}\n", "r") for i in range(4)]
+    log = []
+    room = iter([True, True, False, False, False, False, False])
+    got = verify_cascade([FakeEvaluator(log)], task, ORIGINAL, cands, tiers,
+                         in_time=lambda: next(room))
+    assert len(log) == 2                              # two cheap-tier requests, then none
+    # the two never asked, and the two verified on the cheap tier only (no time for the
+    # costly one): none counts as verified, none as failed
+    assert all(r.status is Status.SKIPPED and r.failure.reason == OUT_OF_TIME
+               for r in got.values())
+    assert all(ids == tiers[0] for _, ids in log)

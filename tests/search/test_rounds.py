@@ -50,7 +50,7 @@ class FakeStages:
     def _prune(self, task, incumbent, cands, hardware, history, notes):
         return cands
 
-    def verify(self, task, original, cands, tiers):
+    def verify(self, task, original, cands, tiers, in_time=lambda: True):
         self.verified.append([c.hash for c in cands])
         return {c.hash: VariantResult("candidate", c.hash,
                                       Status.MISMATCH if "wrong" in c.source else Status.OK)

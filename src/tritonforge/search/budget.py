@@ -153,6 +153,18 @@ class BudgetPolicy:
                              f"{final_s:.0f} s, past the {self.budget_s:.0f} s budget")
         return Go(True)
 
+    def room_for(self, final_s: float) -> bool:
+        """Whether more work may start now and still leave the final check (``final_s``) room
+        before the cap: a round stops sending verification requests once it does not."""
+        return final_s <= self.left_s()
+
+    def profile_timeout_s(self, most_s: float = 120.0, least_s: float = 30.0) -> float:
+        """How long Nsight Compute may take: ``most_s``, but no more than a quarter of the budget
+        (never under ``least_s``: on the H100 a profile took about 22 s)."""
+        if self.budget_s is None:
+            return most_s
+        return max(least_s, min(most_s, 0.25 * self.budget_s))
+
     def another_check(self, check_s: float) -> Go:
         """Whether a final check after the first (``check_s`` expected) still ends by the cap."""
         left = self.left_s()

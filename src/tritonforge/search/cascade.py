@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import Callable
 
-from ..model import Candidate, Status, Task, Variant, VariantResult
+from ..model import Candidate, Failure, Status, Task, Variant, VariantResult
 from ..runtime.service import Evaluator
 
 log = logging.getLogger(__name__)
@@ -25,12 +25,22 @@ def variant(c: Candidate, name: str) -> Variant:
     return Variant(name, c.source, c.hash)
 
 
+OUT_OF_TIME = "not verified: the record's time budget left no room for it before the final check"
+
+
+def _out_of_time(cand: Candidate) -> VariantResult:
+    return VariantResult("candidate", cand.hash, Status.SKIPPED,
+                         Failure(Status.SKIPPED, OUT_OF_TIME))
+
+
 def verify_pool(evaluators: list[Evaluator], task: Task, original: Candidate,
-                cands: list[Candidate], case_ids: tuple[str, ...]) -> dict[str, VariantResult]:
+                cands: list[Candidate], case_ids: tuple[str, ...],
+                in_time: Callable[[], bool] = lambda: True) -> dict[str, VariantResult]:
     """Each of ``cands`` verified against ``original`` on ``case_ids`` (candidate hash -> its
     result), one request per candidate, the pool's workers side by side. Workers side by side
     share the device's memory: a candidate that ran out of it there gets one more chance alone
-    on the first worker, so that contention is never held against it."""
+    on the first worker, so that contention is never held against it. Once ``in_time()`` says
+    no, no new request starts: the candidates left are SKIPPED (``OUT_OF_TIME``), never failed."""
     results: dict[str, VariantResult] = {}
     queue = list(cands)
     lock = threading.Lock()
@@ -41,6 +51,9 @@ def verify_pool(evaluators: list[Evaluator], task: Task, original: Candidate,
                 if not queue:
                     return
                 cand = queue.pop(0)
+                if not in_time():
+                    results[cand.hash] = _out_of_time(cand)
+                    continue
             evaluation = ev.evaluate(task, (variant(original, "original"), variant(cand, "candidate")),
                                      purpose="verify", case_ids=case_ids, verify=True, time=False)
             with lock:
@@ -53,7 +66,7 @@ def verify_pool(evaluators: list[Evaluator], task: Task, original: Candidate,
         t.join()
     if len(threads) > 1:
         for cand in cands:
-            if results[cand.hash].status is Status.OOM:
+            if results[cand.hash].status is Status.OOM and in_time():
                 evaluation = evaluators[0].evaluate(
                     task, (variant(original, "original"), variant(cand, "candidate")),
                     purpose="verify-alone", case_ids=case_ids, verify=True, time=False)
@@ -64,16 +77,17 @@ def verify_pool(evaluators: list[Evaluator], task: Task, original: Candidate,
 def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
                    cands: list[Candidate], tiers: tuple[tuple[str, ...], ...],
                    on_tier: Callable[[int, int, int], None] = lambda tier, asked, passed: None,
-                   ) -> dict[str, VariantResult]:
+                   in_time: Callable[[], bool] = lambda: True) -> dict[str, VariantResult]:
     """``cands`` verified tier by tier: a candidate that fails a tier is never run on the next
-    (its result is that failure); one that passes every tier has the last tier's result.
+    (its result is that failure); one that passes every tier has the last tier's result. A
+    candidate the budget left unverified on a later tier is SKIPPED (see ``verify_pool``).
     ``on_tier(tier index, candidates asked, candidates passed)`` after each tier."""
     results: dict[str, VariantResult] = {}
     alive = list(cands)
     for i, tier in enumerate(t for t in tiers if t):
         if not alive:
             break
-        got = verify_pool(evaluators, task, original, alive, tier)
+        got = verify_pool(evaluators, task, original, alive, tier, in_time)
         results.update(got)
         passed = [c for c in alive if got[c.hash].status is Status.OK]
         on_tier(i, len(alive), len(passed))

@@ -205,7 +205,7 @@ class Optimizer:
         self._emit("profile")
         with clock.phase("profile"):
             diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
-                                              base, hardware)
+                                              base, hardware, budget.profile_timeout_s())
         state = SearchState(task, original, original, search_ids,
                             verification_tiers(task, verify_ids, base), diagnosis,
                             patience=self.settings.patience, notes=tuple(notes))
@@ -216,7 +216,8 @@ class Optimizer:
             self._emit("compile", compiled=report.compiled, message=report.note())
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
                        self.final_check._split_worthy, self._emit, self.settings.min_speedup,
-                       self.settings.patience, self._final_worker_started)
+                       self.settings.patience, self._final_worker_started,
+                       lambda: budget.room_for(self.final_check._expected_s(original)))
         state, stop = self._rounds(state, env, budget, max_rounds)
         self._emit("final-check", round=state.round, best_speedup=None if self.interpreted
                    else state.factor, **counts(state))

@@ -45,6 +45,7 @@ class RoundEnv:
     min_speedup: float
     settings_patience: int
     final_worker_started: Callable[[], None] = lambda: None
+    in_time: Callable[[], bool] = lambda: True   # more work still leaves the final check room
 
 
 def counts(state: SearchState) -> dict[str, int]:
@@ -85,7 +86,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
             st.store.put_candidate(state.task.name, c)
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
     with clock.phase("verify"):
-        verified = st.verify(state.task, state.original, cands, state.verify_tiers)
+        verified = st.verify(state.task, state.original, cands, state.verify_tiers, env.in_time)
         unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
                                                 state.verify_ids)
     if unsafe:
@@ -98,7 +99,8 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
                  or blamed_cases(verified[c.hash]) & unsafe]
         if state.verify_ids and again:
             with clock.phase("verify"):
-                verified.update(st.verify(state.task, state.original, again, state.verify_tiers))
+                verified.update(st.verify(state.task, state.original, again, state.verify_tiers,
+                                          env.in_time))
     good = [c for c in cands if verified[c.hash].status is Status.OK]
     for c in cands:
         r = verified[c.hash]
@@ -106,9 +108,10 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
             reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
             history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
     env.emit("repair", round=round_, **counts(replace(state, history=tuple(history))))
-    with clock.phase("repair"):
-        good += st._repair_failed(state.task, state.original, cands, verified, state.verify_ids,
-                                  ctx, history)
+    if env.in_time():
+        with clock.phase("repair"):
+            good += st._repair_failed(state.task, state.original, cands, verified,
+                                      state.verify_ids, ctx, history)
     state = replace(state, history=tuple(history), notes=tuple(notes), tried=state.tried + len(cands))
     if good:
         state = _time_and_judge(state, env, good)

@@ -60,13 +60,15 @@ class RoundStages:
         self._twin_fails: dict[str, bool] = {}
 
     def verify(self, task: Task, original: Candidate, cands: list[Candidate],
-               tiers: tuple[tuple[str, ...], ...]) -> dict[str, VariantResult]:
-        """``cands`` verified against ``original`` in the cascade of ``tiers``."""
+               tiers: tuple[tuple[str, ...], ...],
+               in_time: Callable[[], bool] = lambda: True) -> dict[str, VariantResult]:
+        """``cands`` verified against ``original`` in the cascade of ``tiers``; no request
+        starts once ``in_time()`` says no (``search.cascade.verify_pool``)."""
         def said(tier: int, asked: int, passed: int) -> None:
             if len(tiers) > 1:
                 log.info("%s: verification tier %d: %d of %d passed", task.name, tier + 1,
                          passed, asked)
-        return verify_cascade(self.evaluators, task, original, cands, tiers, said)
+        return verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time)
 
     def _cases_the_original_crashes(self, task: Task, original: Candidate, cands: list[Candidate],
                                     verified: dict[str, VariantResult],
@@ -258,7 +260,8 @@ class RoundStages:
         return fixed
 
     def _diagnose(self, incumbent: Candidate, case_id: str | None, notes: list[str],
-                  baseline: VariantResult | None = None, hardware: HardwareInfo | None = None):
+                  baseline: VariantResult | None = None, hardware: HardwareInfo | None = None,
+                  ncu_timeout_s: float = 120.0):
         """Profile the incumbent on one search case; the diagnosis steers the proposers.
 
         Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise. A
@@ -274,7 +277,7 @@ class RoundStages:
         use_ncu = self.settings.profile == "auto" and not self.interpreted
         times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms} if baseline else {}
         options = ProfileOptions(
-            case_id=case, use_ncu=use_ncu, ncu_timeout_s=120.0, known_time_ms=times.get(case),
+            case_id=case, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s, known_time_ms=times.get(case),
             device_name=hardware.name if hardware else None,
             capability=hardware.capability if hardware else None,
             perf_inputs_dir=Path(self.settings.run_dir) / "perf-inputs")
