@@ -105,7 +105,6 @@ class Optimizer:
         self.final_check = FinalCheck(settings, self.policy, self.timer, make_final_evaluator,
                                       store, progress, self.interpreted)
         self._started = time.perf_counter()
-        self._counts = {"verified": 0, "failed": 0, "timed": 0}
 
     @property
     def profile(self):
@@ -177,7 +176,8 @@ class Optimizer:
         def early(stop: str, base_notes=None) -> OptimizeResult:
             self._emit("done", message=stop)
             return OptimizeResult(task.name, original, original, None, 0, stop,
-                                  time.perf_counter() - start, 0, notes=tuple(base_notes or notes),
+                                  time.perf_counter() - start, 0,
+                                  notes=tuple(notes if base_notes is None else base_notes),
                                   phases=clock.times())
 
         base = self._baseline(task, original, clock, notes)
