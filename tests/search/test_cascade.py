@@ -125,7 +125,7 @@ def test_no_request_starts_once_the_budget_leaves_no_room_and_the_rest_are_skipp
     log = []
     room = iter([True, True, False, False, False, False, False])
     got = verify_cascade([FakeEvaluator(log)], task, ORIGINAL, cands, tiers,
-                         in_time=lambda: next(room))
+                         in_time=lambda got: next(room))
     assert len(log) == 2                              # two cheap-tier requests, then none
     # the two never asked, and the two verified on the cheap tier only (no time for the
     # costly one): none counts as verified, none as failed

@@ -50,7 +50,7 @@ class FakeStages:
     def _prune(self, task, incumbent, cands, hardware, history, notes):
         return cands
 
-    def verify(self, task, original, cands, tiers, in_time=lambda: True):
+    def verify(self, task, original, cands, tiers, in_time=lambda got: True):
         self.verified.append([c.hash for c in cands])
         return {c.hash: VariantResult("candidate", c.hash,
                                       Status.MISMATCH if "wrong" in c.source else Status.OK)
@@ -168,3 +168,31 @@ def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
     # 40 s, then 80 s: a third round (40 s) and the 10 s final check would end at 130 s
     assert stop == "time budget spent" and state.round == 2
     assert any("round 3 not started" in n for n in state.notes)
+
+
+def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
+    """The final check no longer fits: round 1 keeps verifying until a candidate passes (else
+    the record's fixed cost bought nothing); a later round starts no request at all."""
+    from tritonforge.search.cascade import verify_pool
+    from tritonforge.search.rounds import _verify_while
+
+    class Pool:
+        def __init__(self):
+            self.asked = []
+
+        def evaluate(self, task, variants, **kwargs):
+            self.asked.append(variants[1].source)
+            status = Status.MISMATCH if "wrong" in variants[1].source else Status.OK
+            r = VariantResult("candidate", variants[1].hash, status)
+            return SimpleNamespace(result=lambda name: r)
+
+    env = SimpleNamespace(in_time=lambda: False)
+    cands = [Candidate(s, "r") for s in ("x = 1 wrong\n", "x = 2\n", "x = 3\n", "x = 4\n")]
+    pool = Pool()
+    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 1))
+    assert pool.asked == ["x = 1 wrong\n", "x = 2\n"]
+    assert [got[c.hash].status for c in cands] == [Status.MISMATCH, Status.OK, Status.SKIPPED,
+                                                   Status.SKIPPED]
+    pool = Pool()
+    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 2))
+    assert pool.asked == [] and all(r.status is Status.SKIPPED for r in got.values())

@@ -56,6 +56,17 @@ def counts(state: SearchState) -> dict[str, int]:
     return {"verified": timed, "timed": timed, "failed": failed}
 
 
+def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
+    """When a verification request may start: while the final check keeps its room before the
+    cap; in round 1 also until one candidate has passed (without one the record's baseline and
+    profile bought nothing, and the final check has nothing to check)."""
+    def in_time(got: dict) -> bool:
+        if env.in_time():
+            return True
+        return round_ == 1 and not any(r.status is Status.OK for r in got.values())
+    return in_time
+
+
 def _busy_s(since: float, blocked_since: float) -> float:
     """Seconds since ``since``, less those queued for a GPU other processes share."""
     return time.perf_counter() - since - (gpu_blocked_s() - blocked_since)
@@ -84,9 +95,10 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     if st.store:
         for c in cands:
             st.store.put_candidate(state.task.name, c)
+    in_time = _verify_while(env, round_)
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
     with clock.phase("verify"):
-        verified = st.verify(state.task, state.original, cands, state.verify_tiers, env.in_time)
+        verified = st.verify(state.task, state.original, cands, state.verify_tiers, in_time)
         unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
                                                 state.verify_ids)
     if unsafe:
@@ -100,7 +112,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
         if state.verify_ids and again:
             with clock.phase("verify"):
                 verified.update(st.verify(state.task, state.original, again, state.verify_tiers,
-                                          env.in_time))
+                                          in_time))
     good = [c for c in cands if verified[c.hash].status is Status.OK]
     for c in cands:
         r = verified[c.hash]
