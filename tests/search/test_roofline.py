@@ -61,3 +61,35 @@ def test_no_roofline_measured():
     task = Task("t", "", ("f",), (_case("a", 10),), "test")
     assert not roofline_call(None, task, _base({"a": 1.0}), ("a",)).near
     assert roofline_call(Profile("t", "a", "static-only"), task, _base({"a": 1.0}), ("a",)).covered == 0
+
+
+def _stop_rules(profile, task, base, ids, near=True):
+    from types import SimpleNamespace
+
+    from tritonforge.model import Diagnosis
+    from tritonforge.search.loop import Optimizer
+    from tritonforge.search.state import SearchState
+    from tritonforge.model import Candidate
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.interpreted = False
+    opt.stages = SimpleNamespace(profile=profile)
+    original = Candidate("x = 0\n", "original")
+    state = SearchState(task, original, original, ids, (ids,),
+                        Diagnosis(Bound.MEMORY, "near the roofline", near_roofline=near),
+                        patience=2)
+    return opt._stop_rules(state, base)
+
+
+def test_the_loop_stops_early_only_where_the_time_is_near_the_roofline_and_tries_configs_first():
+    task = Task("t", "", ("f",), (_case("small", 10_000), _case("big", 1_000_000)), "test")
+    near = _stop_rules(_profile("small", 0.85, 1000.0), task, _base({"small": 1.0, "big": 100.0}),
+                       ("big", "small"))
+    assert near.patience == 1 and near.config_search
+    assert "configuration search" in near.notes[-1]
+    far = _stop_rules(_profile("small", 0.9, 1000.0), task, _base({"small": 1.0, "big": 1000.0}),
+                      ("big", "small"))
+    assert far.patience == 2 and not far.config_search and "goes on" in far.notes[-1]
+    plain = _stop_rules(_profile("small", 0.9, 1000.0), task, _base({"small": 1.0, "big": 1.0}),
+                        ("big", "small"), near=False)
+    assert plain.patience == 2 and not plain.config_search and plain.notes == ()
