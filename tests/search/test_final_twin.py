@@ -143,3 +143,13 @@ def test_every_case_the_original_fails_alone_is_found_before_the_next_final_chec
     assert [p for p, _ in asked] == ["final", "final-twin", "final-twin", "final-twin", "final"]
     assert asked[-1][1] == ("perf-02",)
     assert "without perf-00, perf-01" in decision.reason
+
+
+def test_out_of_time_the_check_is_not_narrowed_and_the_rejection_stands():
+    from tritonforge.search.budget import BudgetPolicy
+
+    opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails={"perf-01"})
+    opt.budget, opt.estimate_s, opt.checks = BudgetPolicy(120.0, lambda: 140.0), (lambda c: 30.0), 0
+    decision = _final(opt)
+    assert not decision.accepted and [p for p, _ in asked] == ["final"]
+    assert opt.final_dropped == set()

@@ -272,6 +272,12 @@ class FinalCheck:
             suspects = final_suspects(original_r, best_r) - dropped
             if decision.accepted or self.interpreted or not suspects:
                 break
+            budget = getattr(self, "budget", None)
+            room = budget.another_check(FINAL_FIXED_S + self._expected_s(best)) if budget else True
+            if not room:
+                # the twin runs and a check again would end past the cap: the rejection stands
+                log.info("%s: final check not narrowed: %s", task.name, room.reason)
+                break
             unsafe = self._final_unsafe(narrowed, original)
             if not unsafe:
                 break
