@@ -4,7 +4,13 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | optimize
+# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | isolation
+#   pass: one optimization pass, resumable call after call from PASS_DIR/records.jsonl (see the step)
+#   PASS_DIR     where records.jsonl, LATEST.json and PASS.md live (default bench/results)
+#   PASS_NAMES_FILE  the pass's records (default bench/results/runnable.txt; NAMES overrides)
+#   GPUS         comma-separated GPUs for pass (default: all) and isolation (default 0,1)
+#   ENGINE_COMMIT  the engine's commit, for a tree that travels without .git
+#   ALLOW_MIXED  1: a pass keeps records another engine made (then not publishable)
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
@@ -22,16 +28,12 @@
 #                after the other (config.FLUSH_MODES, INTERLEAVE_MODES, pace 0|1; default:
 #                the configured settings)
 #   SELF_COPIES  copies of the original the selfcheck step times side by side (2-8; default 2)
-#   NAMES        comma-separated TritonBench-G names for selfcheck/optimize (optimize's default:
-#                the frozen subset in bench/results/subset-40.txt)
-#   PER_KERNEL_S seconds per kernel in the optimize step (default 150)
-#   OPT_SHARDS   optimize processes side by side (default 1), sharing the store and the GPU lock
-#   OPT_JOBS     verification workers per optimize shard (default 3 with shards, 4 with one)
-#   TRITONFORGE_NCU_LOCK  shared (default) or exclusive: the GPU lock each record's ncu run takes
-#                among optimize shards (profile/session.py: ncu_lock_mode)
-#   REDO         comma-separated records the optimize step runs again although stored (their
-#                cached work is forgotten when each starts; a record stays until replaced; a
-#                re-run an earlier call cut off resumes, with the same engine: bench/redo.py)
+#   NAMES        comma-separated TritonBench-G names for selfcheck/pass/isolation (pass's default:
+#                PASS_NAMES_FILE)
+#   PER_KERNEL_S seconds per kernel in the pass step (default 150)
+#   OPT_JOBS     verification workers per GPU in the pass step (default 4)
+#   REDO         DEBUGGING: comma-separated records the pass runs again although done (the pass
+#                is then marked not publishable in LATEST.json)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 #   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
 #   TG_RECORD_S  validation seconds per record in the testgen step (default 60)
@@ -171,45 +173,46 @@ for step in "$@"; do
           | tee "$OUT/example-$stem.log" | tail -25
       done
       ;;
-    optimize)
-      SHARDS="${OPT_SHARDS:-1}"
-      # the baseline's limit: a worker holds a whole script's inputs while it builds them
-      # (destindex_copy: 8.6 GB of host tensors), and the GPU machine has 128 GiB
+    pass|optimize)
+      # One optimization pass (issue 30): every record of PASS_NAMES_FILE, each once, one engine,
+      # every GPU of the host (one record per GPU at a time). Resumes from PASS_DIR/records.jsonl
+      # (committed): a record this call's end cuts writes nothing and runs again next call.
+      # When no record is left, the accepted kernels are re-verified (fresh process, fresh seeds)
+      # and LATEST.json is written again. records.jsonl, LATEST.json and PASS.md come back in $OUT:
+      # copy them to PASS_DIR and commit before the next call.
       export TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}"
-      # every request's stages with the wall time (lock waits, compile/autotune runs, timing)
       export TRITONFORGE_PROGRESS_LOG="$OUT/progress.log"
-      log "optimize the TritonBench-G subset in $SHARDS process(es) (budget $(( $(left) - 60 )) s)"
-      SUBSET="${NAMES:-$(grep -v '^#' bench/results/subset-40.txt | paste -sd, -)}"
-      OPT_ARGS=(--device cuda --run-dir .gpu-store/optimize --names "$SUBSET" --per-kernel "${PER_KERNEL_S:-150}")
-      if [ "$SHARDS" -le 1 ]; then
-        # OPT_JOBS reaches the one-shard run too (sessions 17-18's one-shard calls passed
-        # OPT_JOBS=3 but ran the command's default of 4 workers: this branch did not pass it)
-        timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" ${REDO:+--redo "$REDO"} \
-          --jobs "${OPT_JOBS:-4}" --budget "$(( $(left) - 60 ))" --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -70
-      else
-        # shards share the store and the GPU: every GPU run takes the lock (timing and ncu
-        # exclusive, verification shared), so only their CPU work (compiling, transforms) overlaps
-        export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock TRITONFORGE_GPU_LOCK_SCOPE=all
-        # every shard gets REDO: a record's cached work is forgotten by the shard that claims it,
-        # when it starts, and the record stays until the re-run replaces it (forgetting up front
-        # lost four records in sessions 6-8, forgetting at the start three more in session 9)
-        budget=$(( $(left) - 120 )); group="call-$(date +%s)-$$"
-        for k in $(seq 0 $(( SHARDS - 1 ))); do
-          timeout "$(( budget + 50 ))" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" \
-            --shard "$k/$SHARDS" --shard-group "$group" --jobs "${OPT_JOBS:-3}" --budget "$budget" ${REDO:+--redo "$REDO"} --out ".gpu-store/optimize-shard$k.json" \
-            > "$OUT/optimize-shard$k.log" 2>&1 &
-        done
-        wait
-        grep -h "^[a-z0-9_]*: \|round\|forgotten" "$OUT"/optimize-shard*.log | tail -40
-        unset TRITONFORGE_GPU_LOCK TRITONFORGE_GPU_LOCK_SCOPE
-        # the whole table (every shard's records) from the shared store; nothing left to run in 0 s
-        timeout "$(left)" python3 -m tritonforge bench optimize "${OPT_ARGS[@]}" --budget 0 \
-          --out .gpu-store/optimize.json 2>&1 | tee "$OUT/optimize.log" | tail -50
+      # the tree travels without .git: the engine's commit comes from ENGINE_COMMIT
+      # (git log -1 --format=%H -- src/tritonforge, where the tree is committed)
+      [ -n "${ENGINE_COMMIT:-}" ] && export TRITONFORGE_ENGINE_COMMIT="$ENGINE_COMMIT"
+      PASS_DIR="${PASS_DIR:-bench/results}"
+      PASS_ARGS=(--device cuda --run-dir .gpu-store/pass --per-kernel "${PER_KERNEL_S:-150}"
+                 --jobs "${OPT_JOBS:-4}" --records "$PASS_DIR/records.jsonl"
+                 --latest "$PASS_DIR/LATEST.json" --baseline-store .gpu-store/baseline/store.sqlite)
+      if [ -n "${NAMES:-}" ]; then PASS_ARGS+=(--names "$NAMES")
+      else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/runnable.txt}"); fi
+      [ -n "${GPUS:-}" ] && PASS_ARGS+=(--gpus "$GPUS")
+      [ "${ALLOW_MIXED:-0}" = 1 ] && PASS_ARGS+=(--allow-mixed-engines)
+      log "optimization pass on GPUs ${GPUS:-all} (budget $(( $(left) - 60 )) s)"
+      timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" \
+        ${REDO:+--redo "$REDO"} --budget "$(( $(left) - 60 ))" --out "$OUT/pass-state.json" \
+        2>&1 | tee "$OUT/pass.log" | tail -60
+      if python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["finished"] else 1)' "$OUT/pass-state.json" 2>/dev/null \
+          && [ "$(left)" -gt 60 ]; then
+        log "every record done: re-verifying the accepted kernels (budget $(( $(left) - 40 )) s)"
+        timeout "$(left)" python3 -m tritonforge bench reverify --device cuda --run-dir .gpu-store/pass \
+          --records "$PASS_DIR/records.jsonl" --budget "$(( $(left) - 40 ))" 2>&1 | tee "$OUT/reverify.log" | tail -20
+        timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" --budget 0 \
+          > "$OUT/pass-final.log" 2>&1 || true
       fi
-      # the re-runs this call did not finish (cut ones too), for the next call's REDO
-      if [ -n "${REDO:-}" ]; then
-        python3 scripts/redo_left.py .gpu-store/optimize/store.sqlite "$REDO" "$CALL_START" | tee -a "$OUT/optimize.log"
-      fi
+      cp "$PASS_DIR/records.jsonl" "$PASS_DIR/LATEST.json" "$PASS_DIR/PASS.md" "$FINAL_OUT/" 2>/dev/null || true
+      ;;
+    isolation)
+      # the per-GPU executor's premise: a record's times on GPU A alone and beside a busy GPU B
+      log "isolation check on GPUs ${GPUS:-0,1}"
+      timeout "$(left)" python3 -m tritonforge bench isolation --device cuda --run-dir .gpu-store/isolation \
+        --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
+        --gpus "${GPUS:-0,1}" --out "$OUT/isolation.json" 2>&1 | tee "$OUT/isolation.log" | tail -40
       ;;
     *) log "unknown step $step";;
   esac

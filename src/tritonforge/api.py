@@ -5,13 +5,13 @@ Everything a script or the CLI needs goes through here; the modules behind it ar
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
 from .model import CaseRole, Evaluation, Task
-from .runtime.service import Evaluator, PrestartedEvaluators, original_variant
+from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
+from .runtime.service import Evaluator, original_variant
 from .store import RunStore
 from .tasks.loader import task_from_file
 from .tasks.tritonbench import load_tasks
@@ -55,68 +55,17 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
     return RunOutcome(task, evaluation, evaluator.device, not perf, store_path)
 
 
-def build_proposers(settings: Settings, run_dir: Path) -> list:
-    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
-
-    The LLM comes first: the loop asks proposers in order until the round is full, and the rule
-    engine alone fills a round on most kernels; asked first, the LLM takes its
-    ``llm_candidates_per_round`` and the rules fill the rest.
-    """
-    from .search.rules import RuleProposer
-
-    proposers: list = [RuleProposer()]
-    if settings.llm_model or settings.llm_replay:
-        from .llm.factory import build_proposer
-
-        llm = build_proposer(settings, run_dir)
-        if llm is not None:
-            proposers.insert(0, llm)
-    return proposers
-
-
-def record_llm_usage(store: RunStore, task_name: str, proposers: list) -> int:
-    """Keep every LLM request's ``UsageRecord`` in the run store (kind ``llm_usage``).
-
-    Keys are ``<task>:<run stamp>:<seq>``, so a resumed run adds its requests to the earlier
-    ones instead of overwriting them. Returns how many records were written.
-    """
-    stamp, written = time.strftime("%Y%m%dT%H%M%S"), 0
-    for p in proposers:
-        for rec in getattr(getattr(p, "budget", None), "records", ()):
-            store.put_record("llm_usage", f"{task_name}:{stamp}:{rec.seq:05d}", rec)
-            written += 1
-    return written
-
-
 def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float | None = None,
              progress=lambda s: None, out_dir: str | Path | None = None):
     """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name)."""
+    from .compose import OptimizeSession, SessionOptions
     from .report.optimize import write_outputs
-    from .search.loop import Optimizer, make_evaluators
-    from .runtime.service import resolve_device
 
     run_dir = Path(settings.run_dir)
-    device = resolve_device(settings.device)
-    with RunStore(run_dir / "store.sqlite") as store:
-        evaluators = make_evaluators(settings, run_dir, store, jobs, device)
-        counter = iter(range(10_000))
-        fresh = PrestartedEvaluators(
-            lambda: Evaluator(settings, run_dir / f"final{next(counter)}", store, device=device))
-
-        proposers: list = []
-        try:
-            proposers = build_proposers(settings, run_dir)
-            optimizer = Optimizer(task, settings, evaluators, proposers,
-                                  store, progress, make_final_evaluator=fresh)
-            result = optimizer.run(budget_s)
-            info = evaluators[0].worker.info
-        finally:
-            record_llm_usage(store, task.name, proposers)
-            from .runtime.perf_inputs import remove_for
-            remove_for(Path(settings.run_dir) / "perf-inputs", task.name)   # can be GBs
-            fresh.close()
-            for e in evaluators:
-                e.close()
+    with RunStore(run_dir / "store.sqlite") as store, \
+            OptimizeSession(settings, store, SessionOptions(jobs=jobs)) as session:
+        result = session.optimize(task, budget_s, progress)
+        info, device = session.worker_info, session.device
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
     device_name = info.name if info else device
     paths = write_outputs(result, Path(out_dir) if out_dir else run_dir / "output", name, device_name)

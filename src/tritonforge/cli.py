@@ -165,30 +165,67 @@ def build_parser() -> argparse.ArgumentParser:
                        help="copies of the original timed side by side in one request, as a "
                             "search round times its candidates (2 to 8; default 2)")
     _common(selfc)
-    bopt = bsub.add_parser("optimize", help="optimize a TritonBench-G subset (BENCHMARK.md figures)")
-    bopt.add_argument("--names", help="comma-separated record names (default: the subset rule)")
+    bopt = bsub.add_parser("optimize", help="one optimization pass over TritonBench-G records, "
+                           "every GPU of the host (or a Ray cluster), resumable (BENCHMARK.md)")
+    bopt.add_argument("--names", help="comma-separated record names (default: --names-file, else "
+                                      "every runnable record of --baseline-store)")
+    bopt.add_argument("--names-file", default="", help="a file of record names, one a line")
+    bopt.add_argument("--kernel", action="append", default=[], metavar="PATH[=SPEC]",
+                      help="a kernel file (and its spec) as a record of the pass (repeatable)")
     bopt.add_argument("--baseline-store", default=".gpu-store/baseline/store.sqlite",
-                      help="run store of a baseline sweep: the subset is drawn from its runnable records")
+                      help="run store of a baseline sweep: its runnable records, and their case times")
     bopt.add_argument("--no-sweep-times", action="store_true",
                       help="time each original again instead of taking its case times from the "
                            "baseline store (they only choose the search's cases)")
-    bopt.add_argument("--size", type=int, default=40, help="subset size")
-    bopt.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    bopt.add_argument("--size", type=int, default=0,
+                      help="only the subset rule's first SIZE runnable records (default: all)")
+    bopt.add_argument("--budget", type=float, default=None,
+                      help="stop after this many seconds: no record starts without its whole "
+                           "per-kernel budget left, and the running ones are cut at the end")
     bopt.add_argument("--per-kernel", type=float, default=150.0,
                       help="seconds per kernel: no search round starts that would, with the "
                            "final check's estimated time, end past it")
-    bopt.add_argument("--jobs", type=int, default=4, help="verification workers side by side")
-    bopt.add_argument("--redo", help="comma-separated records to run again although stored (after a "
-                                     "harness fix): each one's record is forgotten only when it "
-                                     "starts, so one the budget never reaches keeps its record")
-    bopt.add_argument("--shard", metavar="K/N",
-                      help="run only the records at positions K, K+N, ... (N processes share one "
-                           "store and one GPU; needs $TRITONFORGE_GPU_LOCK, see the README)")
-    bopt.add_argument("--shard-group", metavar="ID",
-                      help="with --shard: the shards started together share this ID and take "
-                           "records one at a time, each the next one no other shard has")
-    bopt.add_argument("--out", help="write the summary JSON here")
+    bopt.add_argument("--jobs", type=int, default=4, help="verification workers per GPU")
+    bopt.add_argument("--gpus", default="", help="comma-separated GPUs to use (default: every "
+                                                "visible GPU; one record per GPU at a time)")
+    bopt.add_argument("--executor", choices=("local", "ray"), default="local",
+                      help="local: one lane process per GPU of this host; ray: Ray tasks of one "
+                           "GPU each (pip install 'tritonforge[ray]')")
+    bopt.add_argument("--address", default="", help="with --executor ray: the cluster's address")
+    bopt.add_argument("--ray-num-gpus", type=int, default=0,
+                      help="with --executor ray and no --address: GPUs of the local cluster")
+    bopt.add_argument("--records", default="bench/results/records.jsonl",
+                      help="the pass's records, one JSON line each (resumed from, appended to)")
+    bopt.add_argument("--latest", default="bench/results/LATEST.json",
+                      help="where the pass's figures go (with PASS.md, its tables, beside it)")
+    bopt.add_argument("--tables", default="", help="the Markdown tables (default: PASS.md beside --latest)")
+    bopt.add_argument("--subset-file", default="bench/results/subset-40.txt",
+                      help="the frozen subset LATEST.json gives its own figures")
+    bopt.add_argument("--allow-mixed-engines", action="store_true",
+                      help="keep records another engine or other settings made (the pass is "
+                           "then marked not publishable)")
+    bopt.add_argument("--redo", help="DEBUGGING: comma-separated records to run again although "
+                                     "done (the pass is then marked not publishable)")
+    bopt.add_argument("--out", help="the call's state as JSON, rewritten after each record")
     _common(bopt)
+    rever = bsub.add_parser("reverify", help="re-verify a pass's accepted kernels: a fresh "
+                            "process, fresh seeds, every case (LATEST.json's wrong_accepted)")
+    rever.add_argument("--records", default="bench/results/records.jsonl")
+    rever.add_argument("--names", help="comma-separated records (default: every accepted one "
+                                       "not yet re-verified)")
+    rever.add_argument("--kernel", action="append", default=[], metavar="PATH[=SPEC]",
+                       help="kernel files the pass ran (as bench optimize --kernel)")
+    rever.add_argument("--again", action="store_true", help="re-verify those already re-verified")
+    rever.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    _common(rever)
+    iso = bsub.add_parser("isolation", help="time records on one GPU alone and beside a busy "
+                          "neighbour GPU (the per-GPU executor's premise; 2 GPUs)")
+    iso.add_argument("--names", help="comma-separated record names")
+    iso.add_argument("--gpus", default="0,1", help="the timed GPU, then the busy neighbour")
+    iso.add_argument("--busy-cores", type=int, default=4,
+                     help="host cores the neighbour keeps busy too, as a lane's compiles do (default 4)")
+    iso.add_argument("--out", help="write the cases as JSON here")
+    _common(iso)
     bsub.add_parser("list", help="list TritonBench-G record names")
     return parser
 
@@ -382,7 +419,39 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
-    return commands.dispatch(args, _settings(args) if args.bench_command != "list" else None)
+    return commands.dispatch(args.bench_command, _bench_options(args),
+                             _settings(args) if args.bench_command != "list" else None)
+
+
+def _csv(text: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
+def _bench_options(args: argparse.Namespace):
+    """The typed options of a bench command (``bench.options``) from its flags."""
+    from .bench import options as o
+
+    c = args.bench_command
+    if c == "baseline":
+        return o.BaselineOptions(_csv(args.names), args.budget, args.out or "", args.jobs,
+                                 args.alone_memory_gb, args.rewarm_share)
+    if c == "selfcheck":
+        return o.SelfcheckOptions(_csv(args.names), args.out or "", args.copies)
+    if c == "optimize":
+        return o.PassOptions(
+            names=_csv(args.names), names_file=args.names_file, kernels=tuple(args.kernel),
+            baseline_store=args.baseline_store, no_sweep_times=args.no_sweep_times,
+            size=args.size, budget_s=args.budget, per_kernel_s=args.per_kernel, jobs=args.jobs,
+            redo=_csv(args.redo), gpus=_csv(args.gpus), executor=args.executor,
+            address=args.address, ray_num_gpus=args.ray_num_gpus, records=args.records,
+            latest=args.latest, tables=args.tables, subset_file=args.subset_file,
+            allow_mixed_engines=args.allow_mixed_engines, out=args.out or "")
+    if c == "reverify":
+        return o.ReverifyOptions(args.records, _csv(args.names), tuple(args.kernel), args.again,
+                                 args.budget)
+    if c == "isolation":
+        return o.IsolationOptions(_csv(args.names), _csv(args.gpus), args.out or "", args.busy_cores)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,29 +1,27 @@
-"""``tritonforge bench ...``: suite runs with a time budget, resumable from the run store."""
+"""``tritonforge bench ...``: the baseline sweep, the self-check, and the dispatch of every bench
+command (the optimization pass itself: ``bench.pass_command``)."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
 from ..runtime.perf_inputs import remove_for
-from ..runtime.service import Evaluator, PrestartedEvaluators, resolve_device
+from ..runtime.service import Evaluator, resolve_device
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
 from .baseline import run_baseline
-from .redo import forget_for_redo
+from .options import BaselineOptions, SelfcheckOptions
 from .selfcheck import self_check
 
 
-def _names(args: argparse.Namespace) -> list[str] | None:
-    return [n.strip() for n in args.names.split(",") if n.strip()] if getattr(args, "names", None) else None
+def _names(options) -> list[str] | None:
+    return list(options.names) or None
 
 
 def _say(text: str) -> None:
@@ -61,7 +59,7 @@ def host_memory_gb() -> float:
     return 0.0
 
 
-def _baseline(args: argparse.Namespace, settings) -> int:
+def _baseline(args: BaselineOptions, settings) -> int:
     tasks = load_tasks(_names(args))
     run_dir = Path(settings.run_dir)
     with RunStore(run_dir / "store.sqlite") as store:
@@ -78,7 +76,7 @@ def _baseline(args: argparse.Namespace, settings) -> int:
                                   store, device=device))
             return made[-1]
 
-        records, left = run_baseline(tasks, make, store, jobs=args.jobs, budget_s=args.budget,
+        records, left = run_baseline(tasks, make, store, jobs=args.jobs, budget_s=args.budget_s,
                                      progress=_say, make_alone=alone, rewarm_share=args.rewarm_share,
                                      done_with=lambda name: remove_for(run_dir / "perf-inputs", name))
         env = _environment(made[0])
@@ -100,7 +98,7 @@ def _baseline(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-def _selfcheck(args: argparse.Namespace, settings) -> int:
+def _selfcheck(args: SelfcheckOptions, settings) -> int:
     tasks = load_tasks(_names(args))
     run_dir = Path(settings.run_dir)
     copies = args.copies
@@ -140,147 +138,22 @@ def _selfcheck(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-def _shard(spec: str | None, tasks: list, settings, device: str,
-           dynamic: bool = False) -> tuple[list, object]:
-    """This process's share of ``tasks`` under ``--shard K/N``, and settings whose run folder is
-    its own (workers and modules of two processes must not mix; the store stays shared).
-    The share is every K-th task from K, or, ``dynamic`` (``--shard-group``), all of them: the
-    shards then take tasks one at a time through claims in the store.
-
-    Shards share one GPU: unless each of their GPU runs takes the lock, one shard's verification
-    would run inside the other's timed samples, and those timings decide what is accepted.
-    """
-    if not spec:
-        return tasks, settings
-    from ..runtime.service import gpu_lock_covers_all
-
-    try:
-        k, n = (int(x) for x in spec.split("/"))
-    except ValueError:
-        raise ConfigError(f"--shard {spec}: expected K/N, e.g. 0/2") from None
-    if n < 1 or not 0 <= k < n:
-        raise ConfigError(f"--shard {spec}: K must be in 0..N-1 and N at least 1")
-    if device == "cuda" and n > 1 and not gpu_lock_covers_all():
-        raise ConfigError(f"--shard {spec}: shards that share a GPU must take turns on it",
-                          hint="export TRITONFORGE_GPU_LOCK=/tmp/tritonforge-gpu.lock "
-                               "TRITONFORGE_GPU_LOCK_SCOPE=all")
-    work = Path(settings.run_dir) / f"shard{k}of{n}"
-    return (list(tasks) if dynamic else tasks[k::n]), settings.replace(run_dir=str(work))
-
-
-def _sweep_times(args: argparse.Namespace, task):
-    """The baseline sweep's times of ``task`` (``--baseline-store``), for the optimizer to skip
-    timing the original again; None without a usable record (``baseline.as_known_baseline``)."""
-    from .baseline import as_known_baseline
-
-    path = Path(args.baseline_store)
-    if args.no_sweep_times or not path.exists():
-        return None
-    with RunStore(path) as base:
-        return as_known_baseline(base.get_record("baseline", task.name), task)
-
-
-def _optimize(args: argparse.Namespace, settings) -> int:
-    from ..api import build_proposers, record_llm_usage
-    from ..search.loop import Optimizer, make_evaluators
-    from ..profile.session import ncu_lock_mode
-    from ..tasks.tritonbench import load_records
-    from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
-    from .optimize import choose_subset, headline, held_back, run_suite
-
-    ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile
-    names = _names(args)
-    if not names:
-        with RunStore(args.baseline_store) as base:
-            # runnable by BENCHMARK.md: the test section ran and the perf script ran at >= 1 size
-            runnable = [k for k, rec in base.records("baseline-run") if rec.test_ok and rec.perf_ok]
-        records = load_records()
-        names = choose_subset([(n, records[n].category) for n in runnable if n in records], args.size)
-        _say(f"subset of {len(names)} from {len(runnable)} runnable records: {', '.join(names)}")
-    # a --redo of a record not in the run stops before any data is loaded or device asked
-    redo = {n.strip() for n in (args.redo or "").split(",") if n.strip()}
-    unknown = sorted(redo - set(names))
-    if unknown:
-        raise ConfigError(f"--redo names records not among those to run: {', '.join(unknown)}",
-                          hint="--redo takes names from --names (or the subset)")
-    tasks = load_tasks(names)
-    run_dir = Path(settings.run_dir)
-    group = args.shard_group if args.shard else None
-    device = resolve_device(settings.device)     # asks a child process: once
-    mine, settings = _shard(args.shard, tasks, settings, device, dynamic=group is not None)
-    with RunStore(run_dir / "store.sqlite") as store:
-        def forget(name: str) -> None:
-            """Forget ``name``'s cached work just before it runs again (``run_suite``); its record
-            stays until the re-run stores a new one (session 9 lost three records to a call that
-            ended mid re-run, and got them back only by running them once more)."""
-            gone, resumed = forget_for_redo(store, name)
-            if resumed:
-                _say(f"--redo {name}: resuming the re-run an earlier call did not finish (same "
-                     f"engine); {gone} older evaluation(s) forgotten, its own kept")
-            else:
-                _say(f"--redo {name}: {gone} cached evaluation(s) forgotten; it runs again (its "
-                     "stored record stays until the new one replaces it)")
-        work_dir = Path(settings.run_dir)   # run_dir itself, or this shard's folder in it
-        evaluators = make_evaluators(settings, work_dir, store, args.jobs, device)
-        counter = iter(range(100_000))
-        fresh = PrestartedEvaluators(
-            lambda: Evaluator(settings, work_dir / f"final{next(counter)}", store, device=device))
-
-        # run_suite starts a record only with its whole budget left; the budget is the record's,
-        # its final check included (search.budget)
-        def one(task, remaining):
-            proposers = build_proposers(settings, work_dir)
-            opt = Optimizer(task, settings, evaluators, proposers, store, _say,
-                            make_final_evaluator=fresh, known_baseline=_sweep_times(args, task))
-            try:
-                return opt.run(args.per_kernel)
-            finally:
-                record_llm_usage(store, task.name, proposers)
-                remove_for(Path(settings.run_dir) / "perf-inputs", task.name)
-
-        try:
-            owner = f"{args.shard} pid {os.getpid()}"
-            claim = (lambda name: store.claim("optimize-claim", name, group, owner)) if group else None
-            _, left = run_suite(mine, one, store, budget_s=args.budget, progress=_say,
-                                need_s=args.per_kernel, claim=claim,
-                                redo=redo, forget=forget)
-            # every record done so far, the other shards' included, in the subset's order
-            results = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
-            env = _environment(evaluators[0])
-        finally:
-            fresh.close()
-            for e in evaluators:
-                e.close()
-    head = headline(results)
-    rows = []
-    for r in results:
-        f = r.final
-        rows.append((r.task, f"{f.speedup:.3f}x" if f and f.accepted else "1.000x",
-                     f"{f.speedup_low:.3f}x" if f and f.accepted else "-",
-                     r.rounds, r.tried, f"{r.wall_s:.0f}s", held_back(r) or "success",
-                     (f.reason if f else r.stop_reason)[:60]))
-    print(render_table(("record", "speedup", "low", "rounds", "tried", "wall", "held back by",
-                        "last word"), rows))
-    print("\n" + json.dumps(head, indent=1))
-    print(f"{len(left)} records left for a later run")
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"environment": env, "headline": head, "left": left,
-                                              "names": names, "per_kernel_s": args.per_kernel,
-                                              "results": [to_jsonable(r) for r in results]},
-                                             indent=1))
-    return 0
-
-
-def dispatch(args: argparse.Namespace, settings) -> int:
-    if args.bench_command == "list":
+def dispatch(command: str, options, settings) -> int:
+    """Run bench ``command`` with its typed ``options`` (``bench.options``)."""
+    if command == "list":
         for name, rec in sorted(load_records().items()):
             print(f"{name}\t{rec.category}")
         return 0
-    if args.bench_command == "baseline":
-        return _baseline(args, settings)
-    if args.bench_command == "selfcheck":
-        return _selfcheck(args, settings)
-    if args.bench_command == "optimize":
-        return _optimize(args, settings)
-    raise ValueError(args.bench_command)
+    if command == "baseline":
+        return _baseline(options, settings)
+    if command == "selfcheck":
+        return _selfcheck(options, settings)
+    from . import pass_command
+
+    if command == "optimize":
+        return pass_command.run_pass_command(options, settings)
+    if command == "reverify":
+        return pass_command.reverify_command(options, settings)
+    if command == "isolation":
+        return pass_command.isolation_command(options, settings)
+    raise ValueError(command)

@@ -5,8 +5,8 @@ records a baseline sweep found runnable, group them by category, sort each group
 take one record from each category in turn (categories in name order) until ``size`` records are
 chosen. Every category is covered, and no record is chosen by how well it goes.
 
-Each record's OptimizeResult is written to the store as soon as it is done; a run stopped by its
-budget resumes with the next record.
+A pass itself (queue, lanes, records.jsonl) is ``bench.passes``; this module keeps the subset rule
+and the figures and reasons read from OptimizeResults (older stores' records included).
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ import statistics
 import time
 from collections import defaultdict
 from dataclasses import replace
-from typing import Callable, Collection
-
-from ..model import Task
 
 
 def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
@@ -124,65 +121,3 @@ def phase_summary(results: list) -> list[tuple[str, int, float, float, float]]:
             queued.setdefault(p.name, []).append(p.queued_s)
     return [(name, len(w), statistics.median(w), statistics.median(queued[name]), max(w))
             for name, w in walls.items()]
-
-
-def run_suite(tasks: list[Task], optimize_one: Callable[[Task, float | None], object],
-              store, *, budget_s: float | None, progress: Callable[[str], None],
-              need_s: float = 30.0, claim: Callable[[str], bool] | None = None,
-              redo: Collection[str] = (), forget: Callable[[str], None] | None = None,
-              ) -> tuple[list, list[str]]:
-    """Optimize each task not yet in ``store`` while the suite's budget lasts; return the stored
-    results (in task order) and the names left for a later run.
-
-    ``redo`` names tasks to run again although stored: ``forget(name)`` drops the stored record
-    (and its cached evaluations) only when this process starts that task, so a re-run the
-    budget never reaches keeps its earlier record. Forgetting them all up front lost four
-    records in sessions 6-8 (H100), each to a call that ended before reaching it.
-
-    With ``claim`` (shards sharing the store), a task is run only if ``claim(name)`` says this
-    process took it: each shard takes the next task no other has, so one with slow records does
-    not leave the others idle (a fixed split by position did, H100 session 5).
-
-    A record is started only with ``need_s`` seconds left (its per-kernel budget, which covers
-    its final check: ``search.budget``): one squeezed into the end of a run would be stored with a search it never had (on the
-    H100, 2026-11-23, a record cut to 34 s by the suite's budget was stored as "no transform").
-    With less time left than records took here (shards queue for the GPU, so a record's wall
-    time can be twice its budget) it still starts: a record the call's end cuts stores nothing,
-    and the next run resumes it from its cached evaluations and profile (``bench.redo``). Waiting
-    for a whole record's wall time instead left 200-240 s of a 585 s call idle in each of three
-    shards (H100 session 11, call 1). Each start leaves an attempt marker; a record finished
-    after an earlier attempt was cut says so in its notes, since its ``wall_s`` counts only the
-    attempt that finished.
-    """
-    start = time.perf_counter()
-    left, walls = [], []
-    for task in tasks:
-        again = task.name in redo
-        if store.get_record("optimize", task.name) is not None and not again:
-            continue
-        remaining = None if budget_s is None else budget_s - (time.perf_counter() - start)
-        if remaining is not None and remaining < need_s:
-            left.append(task.name)
-            continue
-        if claim is not None and not claim(task.name):
-            continue                    # another shard has it
-        if remaining is not None and walls and remaining < statistics.median(walls):
-            progress(f"{task.name}: started with {remaining:.0f} s left (records took "
-                     f"{statistics.median(walls):.0f} s here); if the call ends first, the next "
-                     "run resumes it")
-        if again and forget is not None:
-            forget(task.name)
-        earlier = store.get_record(ATTEMPT_KIND, task.name)
-        attempt = {"started": time.time()}
-        store.put_record(ATTEMPT_KIND, task.name, attempt)
-        t0 = time.perf_counter()
-        result = optimize_one(task, remaining)
-        walls.append(time.perf_counter() - t0)
-        result = _note_resumed(result, earlier)
-        store.put_record("optimize", task.name, result)
-        store.put_record(ATTEMPT_KIND, task.name, {**attempt, "finished": time.time()})
-        final = result.final
-        progress(f"{task.name}: {final.reason if final else result.stop_reason} "
-                 f"({result.wall_s:.0f} s)")
-    done = [r for r in (store.get_record("optimize", t.name) for t in tasks) if r is not None]
-    return done, left

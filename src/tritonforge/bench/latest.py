@@ -1,0 +1,196 @@
+"""A pass's figures, computed only from its ``records.jsonl``: ``LATEST.json`` and Markdown tables.
+
+``LATEST.json`` is written by the bench after each pass (never by hand): small, stable keys,
+the same block over all records, over the frozen subset (``bench/results/subset-40.txt``) and
+over the others. Failures count as 1.0x in the geomean (BENCHMARK.md). Renderers of a pass
+(Markdown here; an HTML one elsewhere) take a ``PassSummary``: ``RENDERERS`` maps a format to
+one, so another renderer registers itself without touching this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .records import PassRecord
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One block of LATEST.json."""
+
+    runnable: int                   # records the pass is over
+    optimized: int                  # of them, with a record
+    successes: int
+    success_rate: float             # over optimized
+    mean_speedup_over_successes: float | None
+    geomean_all: float | None       # failures as 1.0x
+    best: float | None
+    median_wall_s: float | None
+    max_wall_over_budget: float | None   # the longest wall time / per-kernel budget
+    median_candidates: float | None
+    accepted: int
+    reverified: int                 # accepted kernels re-verified after the pass
+    wrong_accepted: int             # of those, how many failed
+
+
+@dataclass(frozen=True)
+class PassSummary:
+    engine_commit: str
+    date: str
+    gpu: str
+    torch: str
+    triton: str
+    per_kernel_s: float
+    publishable: bool
+    why_not_publishable: tuple[str, ...]
+    all: Figures
+    subset: Figures
+    others: Figures
+    records: tuple[PassRecord, ...] = field(default=(), repr=False)
+
+
+def _median(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
+
+
+def figures(records: list[PassRecord], runnable: int) -> Figures:
+    """The block over ``records`` (the done ones among ``runnable`` names)."""
+    speedups = [r.speedup for r in records]
+    wins = [r.speedup for r in records if r.is_success]
+    accepted = [r for r in records if r.was_accepted]
+    checked = [r for r in accepted if r.reverified is not None]
+    n = len(records)
+    return Figures(
+        runnable=runnable, optimized=n, successes=len(wins),
+        success_rate=round(len(wins) / n, 4) if n else 0.0,
+        mean_speedup_over_successes=round(statistics.mean(wins), 4) if wins else None,
+        geomean_all=round(math.exp(sum(math.log(s) for s in speedups) / n), 4) if n else None,
+        best=round(max(speedups), 4) if speedups else None,
+        median_wall_s=_median([r.wall_s for r in records]),
+        max_wall_over_budget=round(max(r.wall_s / r.per_kernel_s for r in records), 3)
+        if records and all(r.per_kernel_s > 0 for r in records) else None,
+        median_candidates=_median([float(r.candidates) for r in records]),
+        accepted=len(accepted), reverified=len(checked),
+        wrong_accepted=sum(1 for r in checked if r.reverified is False))
+
+
+def read_subset(path: str | Path) -> list[str]:
+    """Names in a subset file (one a line, ``#`` comments)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [ln.split("#")[0].strip() for ln in p.read_text().splitlines()
+            if ln.split("#")[0].strip()]
+
+
+def summarize(records: dict[str, PassRecord], names: list[str], subset: list[str], *,
+              date: str, gpu: str, torch: str, triton: str, per_kernel_s: float,
+              engine_commit: str) -> PassSummary:
+    """The pass's summary over ``names`` (its runnable records), from their records only."""
+    mine = [records[n] for n in names if n in records]
+    in_subset = set(subset)
+    sub_names = [n for n in names if n in in_subset]
+    other_names = [n for n in names if n not in in_subset]
+    why = []
+    if any(r.redo for r in mine):
+        why.append(f"{sum(r.redo for r in mine)} record(s) re-run with --redo (debugging)")
+    if any(r.mixed for r in mine):
+        why.append(f"{sum(r.mixed for r in mine)} record(s) made by another engine or settings "
+                   "(--allow-mixed-engines)")
+    if len(mine) < len(names):
+        why.append(f"{len(names) - len(mine)} record(s) not optimized yet")
+    accepted = [r for r in mine if r.was_accepted]
+    if any(r.reverified is None for r in accepted):
+        why.append(f"{sum(r.reverified is None for r in accepted)} accepted kernel(s) not "
+                   "re-verified yet (bench reverify)")
+    return PassSummary(
+        engine_commit=engine_commit, date=date, gpu=gpu, torch=torch, triton=triton,
+        per_kernel_s=per_kernel_s, publishable=not why, why_not_publishable=tuple(why),
+        all=figures(mine, len(names)),
+        subset=figures([records[n] for n in sub_names if n in records], len(sub_names)),
+        others=figures([records[n] for n in other_names if n in records], len(other_names)),
+        records=tuple(mine))
+
+
+def latest_json(summary: PassSummary) -> dict:
+    """LATEST.json's content: the summary less its records."""
+    data = asdict(summary)
+    data.pop("records")
+    data["why_not_publishable"] = list(summary.why_not_publishable)
+    return data
+
+
+def write_latest(summary: PassSummary, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(json.dumps(latest_json(summary), indent=1) + "\n")
+    tmp.replace(p)
+    return p
+
+
+# ------------------------------------------------------------------ Markdown tables
+def quartile_of(records: list[PassRecord]) -> dict[str, str]:
+    """Each record's kernel-length quartile (Q1 shortest ... Q4 longest, by source lines), as the
+    paper's Table 1 groups them; records of equal length share a quartile by rank order."""
+    ordered = sorted(records, key=lambda r: (r.source_lines, r.name))
+    n = len(ordered)
+    out = {}
+    for i, r in enumerate(ordered):
+        out[r.name] = f"Q{min(4, 1 + (4 * i) // max(n, 1))}"
+    return out
+
+
+def _row(label: str, f: Figures) -> tuple:
+    def x(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}x"
+
+    return (label, str(f.optimized), str(f.successes), f"{100 * f.success_rate:.1f}%",
+            x(f.mean_speedup_over_successes), x(f.geomean_all), x(f.best),
+            "-" if f.median_wall_s is None else f"{f.median_wall_s:.0f} s", str(f.wrong_accepted))
+
+
+HEAD = ("group", "records", "successes", "success rate", "mean speedup (successes)",
+        "geomean (all)", "best", "median wall", "wrong accepted")
+
+
+def _table(rows: list[tuple]) -> str:
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(summary: PassSummary) -> str:
+    """Overall, by category and by kernel-length quartile, from the summary's records."""
+    recs = list(summary.records)
+    head = [f"# Optimization pass: engine {summary.engine_commit}",
+            "",
+            f"{summary.date}, {summary.gpu}, torch {summary.torch}, triton {summary.triton}, "
+            f"{summary.per_kernel_s:.0f} s per kernel. "
+            + ("Publishable: one engine, every record optimized once." if summary.publishable
+               else "NOT publishable: " + "; ".join(summary.why_not_publishable) + "."),
+            "", "## Overall", "",
+            _table([_row("all", summary.all), _row("subset-40", summary.subset),
+                    _row("others", summary.others)])]
+    by_cat: dict[str, list[PassRecord]] = {}
+    for r in recs:
+        by_cat.setdefault(r.category or "(none)", []).append(r)
+    cats = [_row(c, figures(rs, len(rs))) for c, rs in sorted(by_cat.items())]
+    q = quartile_of(recs)
+    quarts = []
+    for label in ("Q1", "Q2", "Q3", "Q4"):
+        rs = [r for r in recs if q[r.name] == label]
+        if rs:
+            lo, hi = min(r.source_lines for r in rs), max(r.source_lines for r in rs)
+            quarts.append(_row(f"{label} ({lo}-{hi} lines)", figures(rs, len(rs))))
+    return "\n".join(head + ["", "## By category", "", _table(cats),
+                             "", "## By kernel length (quartiles of source lines)", "",
+                             _table(quarts), ""])
+
+
+RENDERERS: dict[str, Callable[[PassSummary], str]] = {"md": render_markdown}

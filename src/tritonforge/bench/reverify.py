@@ -1,0 +1,77 @@
+"""After a pass: every accepted kernel verified once more, in a fresh worker process, with fresh
+seeds, on every case (driver side; the worker is new for each record).
+
+The search verified each candidate on its own seeds and the final check again in a new process;
+both drew their inputs from the cases' seeds. Here each case gets seeds no earlier check used,
+drawn from the OS's randomness, so an accepted kernel that is right only on the inputs it was
+checked on (a mask that depends on the values, a race that a seed happens to hide) shows up as
+``wrong_accepted`` in LATEST.json. Nothing is cached: the request bypasses the run store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+from pathlib import Path
+from typing import Callable
+
+from ..config import Settings
+from ..model import Status, Task, Variant
+from ..model import content_hash
+from .lane import load_ref
+from .records import PassRecord, RecordRef
+
+log = logging.getLogger(__name__)
+
+FRESH_SEEDS_PER_CASE = 2
+
+
+def with_fresh_seeds(task: Task, draw: Callable[[], int] | None = None,
+                     per_case: int = FRESH_SEEDS_PER_CASE) -> Task:
+    """``task`` with every case's seeds replaced by ``per_case`` new ones (none of its own)."""
+    draw = draw or (lambda: 1_000_000 + secrets.randbelow(2**30))
+    cases = []
+    for case in task.cases:
+        seeds: list[int] = []
+        while len(seeds) < per_case:
+            s = draw()
+            if s not in case.seeds and s not in seeds:
+                seeds.append(s)
+        cases.append(dataclasses.replace(case, seeds=tuple(seeds)))
+    return dataclasses.replace(task, cases=tuple(cases))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reverified:
+    name: str
+    ok: bool
+    note: str
+
+
+def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work_dir: Path,
+                    device: str | None = None) -> Reverified:
+    """Verify ``record``'s accepted kernel against the original on every case, fresh seeds."""
+    from ..runtime.service import Evaluator, original_variant
+    from ..search.loop import interpreter_cases
+
+    task = with_fresh_seeds(load_ref(ref))
+    with Evaluator(settings, work_dir, None, device=device) as ev:
+        if ev.device == "cpu":
+            task, _ = interpreter_cases(task)
+        accepted = Variant("accepted", record.accepted_source, content_hash(record.accepted_source))
+        ev_ = ev.evaluate(task, (original_variant(task), accepted), purpose="reverify",
+                          verify=True, time=False, keep_going=True, use_store=False)
+    original = ev_.result("original")
+    result = ev_.result("accepted")
+    dropped = {f.case_id for f in original.case_failures}
+    if result.status is Status.OK:
+        checked = result.verdict.checked if result.verdict else 0
+        return Reverified(record.name, True, f"correct on {checked} case/seed pairs, fresh seeds"
+                          + (f"; {len(dropped)} case(s) the original fails skipped" if dropped else ""))
+    why = (result.verdict.summary() if result.verdict and not result.verdict.passed
+           else result.failure.one_line() if result.failure else result.status.value)
+    failing = {f.case_id for f in result.case_failures}
+    if failing and failing <= dropped:
+        return Reverified(record.name, True, "fails only where the original fails too")
+    return Reverified(record.name, False, f"{result.status.value}: {why}"[:300])

@@ -1,0 +1,134 @@
+"""The one composition root of an optimization: evaluators, prestarted final-check workers,
+proposers and the ``Optimizer``, built from ``Settings`` and typed options.
+
+``api.optimize`` (one task), the bench's per-GPU lanes and its Ray tasks (many tasks, one after
+the other, on one set of workers) all build their runs here, so that a kernel optimized by the
+CLI and one optimized in a benchmark pass go through the same objects. It sits above search and
+llm and below bench and api (``docs/ARCHITECTURE.md``: the import order); it runs in the
+driver-side process of a run (the process that owns the workers), never inside a worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .config import Settings
+from .model import Task, VariantResult
+from .runtime.service import Evaluator, PrestartedEvaluators, resolve_device
+from .store import RunStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How the workers of an optimization session are laid out.
+
+    ``jobs``: verification workers side by side (the first also times). ``work_dir``: where the
+    workers keep their modules (default: ``settings.run_dir``)."""
+
+    jobs: int = 1
+    work_dir: str | None = None
+
+
+def build_proposers(settings: Settings, run_dir: Path) -> list:
+    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
+
+    The LLM comes first: the loop asks proposers in order until the round is full, and the rule
+    engine alone fills a round on most kernels; asked first, the LLM takes its
+    ``llm_candidates_per_round`` and the rules fill the rest.
+    """
+    from .search.rules import RuleProposer
+
+    proposers: list = [RuleProposer()]
+    if settings.llm_model or settings.llm_replay:
+        from .llm.factory import build_proposer
+
+        llm = build_proposer(settings, run_dir)
+        if llm is not None:
+            proposers.insert(0, llm)
+    return proposers
+
+
+def record_llm_usage(store: RunStore, task_name: str, proposers: list) -> int:
+    """Keep every LLM request's ``UsageRecord`` in the run store (kind ``llm_usage``).
+
+    Keys are ``<task>:<run stamp>:<seq>``, so a resumed run adds its requests to the earlier
+    ones instead of overwriting them. Returns how many records were written.
+    """
+    stamp, written = time.strftime("%Y%m%dT%H%M%S"), 0
+    for p in proposers:
+        for rec in getattr(getattr(p, "budget", None), "records", ()):
+            store.put_record("llm_usage", f"{task_name}:{stamp}:{rec.seq:05d}", rec)
+            written += 1
+    return written
+
+
+class OptimizeSession:
+    """Workers for optimizing one task or many, one after another (a context manager).
+
+    The verification pool and the pool of prestarted final-check workers live as long as the
+    session; each ``optimize`` builds fresh proposers and a fresh ``Optimizer``.
+    """
+
+    def __init__(self, settings: Settings, store: RunStore, options: SessionOptions = SessionOptions(),
+                 device: str | None = None):
+        self.settings = settings
+        self.store = store
+        self.work_dir = Path(options.work_dir or settings.run_dir)
+        self.device = device or resolve_device(settings.device)
+        self.evaluators = [Evaluator(settings, self.work_dir / f"w{i}", store, device=self.device)
+                           for i in range(max(1, options.jobs))]
+        self._finals: list[Evaluator] = []
+        self.final_pool = PrestartedEvaluators(self._final_evaluator)
+
+    def _final_evaluator(self) -> Evaluator:
+        made = Evaluator(self.settings, self.work_dir / f"final{len(self._finals)}", self.store,
+                         device=self.device)
+        self._finals.append(made)
+        return made
+
+    def optimize(self, task: Task, budget_s: float | None,
+                 progress: Callable[[str], None] = lambda s: None,
+                 known_baseline: VariantResult | None = None):
+        """Run the loop on ``task`` for at most ``budget_s`` (its final check included);
+        returns the ``OptimizeResult``."""
+        from .runtime.perf_inputs import remove_for
+        from .search.loop import Optimizer
+
+        proposers: list = []
+        try:
+            proposers = build_proposers(self.settings, self.work_dir)
+            optimizer = Optimizer(task, self.settings, self.evaluators, proposers, self.store,
+                                  progress, make_final_evaluator=self.final_pool,
+                                  known_baseline=known_baseline)
+            return optimizer.run(budget_s)
+        finally:
+            record_llm_usage(self.store, task.name, proposers)
+            remove_for(Path(self.settings.run_dir) / "perf-inputs", task.name)   # can be GBs
+
+    @property
+    def worker_info(self):
+        """The timing worker's HardwareInfo (None before it ran anything)."""
+        return self.evaluators[0].worker.info
+
+    def kill(self) -> None:
+        """Kill every worker this session started, at once (a pass cut at its deadline: a worker
+        busy timing would not read a polite shutdown in time)."""
+        for e in self.evaluators + self._finals:
+            e.worker.kill()
+
+    def close(self) -> None:
+        self.final_pool.close()
+        for e in self.evaluators:
+            e.close()
+
+    def __enter__(self) -> "OptimizeSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

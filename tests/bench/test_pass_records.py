@@ -1,0 +1,174 @@
+"""A pass's bookkeeping: records.jsonl lines, the one-engine rule, LATEST.json's figures (each
+computed from fabricated records), the Markdown tables."""
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from tritonforge.bench.engine import EngineId, engine_id, settings_hash, source_hash
+from tritonforge.bench.latest import (figures, latest_json, quartile_of, render_markdown,
+                                      summarize, write_latest)
+from tritonforge.bench.records import (PassRecord, RecordRef, append_record, check_one_engine,
+                                       pass_record, read_records)
+from tritonforge.config import Settings
+from tritonforge.errors import ConfigError
+from tritonforge.model import Candidate, Decision
+from tritonforge.search.loop import OptimizeResult
+
+ENGINE = EngineId("abc123", "srchash")
+ORIG = Candidate("x = 1\n", "original")
+BEST = Candidate("x = 2\n", "rules:tile", ORIG.hash, "BLOCK 64 -> 128")
+
+
+def rec(name, speedup=1.0, accepted=None, wall=100.0, cands=6, cat="A", lines=10, **kw):
+    accepted = speedup != 1.0 if accepted is None else accepted
+    status = ("success" if accepted and speedup >= 1.05 else
+              "below-threshold" if accepted else "not-improved")
+    return PassRecord(name, ENGINE.commit, ENGINE.source_hash, "s1", status, speedup,
+                      speedup * 0.9 if accepted else None, wall, 150.0, cands, 2, "stop", "",
+                      "h rules: x" if accepted else "", "src" if accepted else "", cat, lines, **kw)
+
+
+def test_pass_record_from_an_optimize_result():
+    final = Decision(BEST.hash, True, 2.5, 2.2, 2.4, 1.0, "faster")
+    result = OptimizeResult("k", ORIG, BEST, final, 3, "no gain", 123.4, 7)
+    r = pass_record(RecordRef("k", "Cat", 40), result, ENGINE, "s1", 150.0, gpu="H100")
+    assert (r.status, r.speedup, r.speedup_low, r.candidates, r.rounds) == ("success", 2.5, 2.2, 7, 3)
+    assert r.accepted.startswith(BEST.hash[:12]) and "BLOCK 64 -> 128" in r.accepted
+    assert r.accepted_source == BEST.source and r.engine_commit == "abc123" and r.gpu == "H100"
+    # accepted, yet below 1.05x: not a success; nothing accepted: 1.0x and no source kept
+    slow = dataclasses.replace(result, final=dataclasses.replace(final, speedup=1.02))
+    assert pass_record(RecordRef("k"), slow, ENGINE, "s1", 150.0).status == "below-threshold"
+    none = dataclasses.replace(result, best=ORIG, final=dataclasses.replace(final, accepted=False))
+    r0 = pass_record(RecordRef("k"), none, ENGINE, "s1", 150.0)
+    assert (r0.status, r0.speedup, r0.accepted, r0.accepted_source) == ("not-improved", 1.0, "", "")
+    broken = dataclasses.replace(result, final=None, stop_reason="the original fails: boom")
+    assert pass_record(RecordRef("k"), broken, ENGINE, "s1", 150.0).status == "original-fails"
+
+
+def test_records_file_keeps_the_last_line_and_skips_a_torn_end(tmp_path):
+    path = tmp_path / "records.jsonl"
+    append_record(path, rec("a", 2.0))
+    append_record(path, rec("b"))
+    append_record(path, dataclasses.replace(rec("a", 2.0), reverified=False))
+    with open(path, "a") as f:
+        f.write('{"name": "c", "engine_com')          # a call killed mid-write
+    got = read_records(path)
+    assert list(got) == ["a", "b"] and got["a"].reverified is False
+    append_record(path, rec("c"))                      # the torn line does not swallow it
+    assert list(read_records(path)) == ["a", "b", "c"]
+    path.write_text("not json\n" + json.dumps(dataclasses.asdict(rec("a"))) + "\n")
+    with pytest.raises(Exception, match="not a JSON line"):
+        read_records(path)
+
+
+def test_a_resumed_pass_refuses_another_engines_records_unless_told():
+    records = {"a": rec("a"), "b": dataclasses.replace(rec("b"), engine_source="other")}
+    assert check_one_engine({"a": rec("a")}, ENGINE, "s1", False) == {"a": rec("a")}
+    with pytest.raises(ConfigError, match="another engine") as err:
+        check_one_engine(records, ENGINE, "s1", False)
+    assert "--allow-mixed-engines" in err.value.render()
+    with pytest.raises(ConfigError):
+        check_one_engine({"a": rec("a")}, ENGINE, "other-settings", False)   # settings count too
+    kept = check_one_engine(records, ENGINE, "s1", True)
+    assert not kept["a"].mixed and kept["b"].mixed
+
+
+def test_engine_identity_follows_the_sources(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("x = 1\n")
+    before = source_hash(pkg)
+    (pkg / "a.py").write_text("x = 2\n")
+    assert source_hash(pkg) != before
+    e = engine_id(pkg, env={"TRITONFORGE_ENGINE_COMMIT": "deadbeef" * 5})   # no git here
+    assert e.commit == "deadbeefdead" and e.source_hash == source_hash(pkg)
+    assert engine_id(pkg, env={}).commit.startswith("v")
+    s = Settings()
+    assert settings_hash(s, 150) == settings_hash(s.replace(run_dir="elsewhere"), 150)
+    assert settings_hash(s, 150) != settings_hash(s, 120)
+    assert settings_hash(s, 150) != settings_hash(s.replace(max_rounds=3), 150)
+
+
+def test_figures_are_computed_from_the_records():
+    rs = [rec("a", 2.0, wall=100, cands=4), rec("b", 1.5, wall=200, cands=8, reverified=True),
+          rec("c", 1.02, wall=300, cands=6, reverified=False), rec("d", wall=160, cands=2)]
+    f = figures(rs, runnable=5)
+    assert (f.runnable, f.optimized, f.successes) == (5, 4, 2)
+    assert f.success_rate == 0.5
+    assert math.isclose(f.mean_speedup_over_successes, 1.75)
+    assert math.isclose(f.geomean_all, round((2.0 * 1.5 * 1.02 * 1.0) ** 0.25, 4))
+    assert f.best == 2.0 and f.median_wall_s == 180.0 and f.median_candidates == 5.0
+    assert f.max_wall_over_budget == 2.0                 # 300 s of a 150 s budget
+    assert (f.accepted, f.reverified, f.wrong_accepted) == (3, 2, 1)
+    empty = figures([], 0)
+    assert empty.optimized == 0 and empty.geomean_all is None and empty.success_rate == 0.0
+
+
+def test_latest_json_splits_subset_and_others_and_says_why_not_publishable(tmp_path):
+    records = {"a": rec("a", 2.0, reverified=True), "b": rec("b"), "c": rec("c", 1.5, redo=True)}
+    s = summarize(records, ["a", "b", "c", "d"], ["a", "d"], date="D", gpu="H100", torch="2",
+                  triton="3", per_kernel_s=150.0, engine_commit="abc123")
+    assert (s.subset.runnable, s.subset.optimized, s.subset.successes) == (2, 1, 1)
+    assert (s.others.runnable, s.others.optimized, s.others.successes) == (2, 2, 1)
+    assert s.all.optimized == 3 and not s.publishable
+    why = " ".join(s.why_not_publishable)
+    assert "--redo" in why and "1 record(s) not optimized" in why and "not re-verified" in why
+    data = json.loads(write_latest(s, tmp_path / "LATEST.json").read_text())
+    for key in ("engine_commit", "date", "gpu", "torch", "triton", "per_kernel_s"):
+        assert key in data
+    for key in ("runnable", "optimized", "successes", "success_rate", "mean_speedup_over_successes",
+                "geomean_all", "best", "median_wall_s", "max_wall_over_budget",
+                "median_candidates", "wrong_accepted"):
+        assert key in data["all"] and key in data["subset"] and key in data["others"]
+    assert "records" not in data and data == latest_json(s)
+    clean = summarize({"a": rec("a", 2.0, reverified=True), "b": rec("b")}, ["a", "b"], [],
+                      date="D", gpu="g", torch="t", triton="t", per_kernel_s=1, engine_commit="e")
+    assert clean.publishable and clean.why_not_publishable == ()
+
+
+def test_tables_group_by_category_and_length_quartile():
+    rs = [rec(f"k{i}", 2.0 if i % 2 else 1.0, cat="A" if i < 4 else "B", lines=10 * (i + 1))
+          for i in range(8)]
+    q = quartile_of(rs)
+    assert [q[f"k{i}"] for i in range(8)] == ["Q1", "Q1", "Q2", "Q2", "Q3", "Q3", "Q4", "Q4"]
+    s = summarize({r.name: r for r in rs}, [r.name for r in rs], [], date="D", gpu="g",
+                  torch="t", triton="t", per_kernel_s=150, engine_commit="e")
+    md = render_markdown(s)
+    assert "| A | 4 | 2 | 50.0% |" in md and "| B | 4 | 2 | 50.0% |" in md
+    assert "| Q4 (70-80 lines) | 2 | 1 | 50.0% |" in md
+
+
+def test_runnable_txt_is_the_committed_baseline_sweeps_runnable_check(tmp_path):
+    """bench/results/runnable.txt (the pass's records) is derived from the sweep's store, not
+    chosen; skipped once that store is no longer in the tree."""
+    import gzip
+    import shutil
+    from pathlib import Path
+
+    from tritonforge.bench.baseline import BaselineRecord  # noqa: F401 - registers record types
+    from tritonforge.bench.latest import read_subset
+    from tritonforge.store import RunStore
+
+    root = Path(__file__).resolve().parents[2]
+    store = root / "bench/results/stores/baseline-h100-2026-11-24-s11f.sqlite.gz"
+    if not store.exists():
+        pytest.skip("the baseline store is no longer committed")
+    db = tmp_path / "store.sqlite"
+    with gzip.open(store) as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with RunStore(db) as s:
+        runnable = sorted(k for k, r in s.records("baseline-run") if r.test_ok and r.perf_ok)
+    assert read_subset(root / "bench/results/runnable.txt") == runnable
+    subset = read_subset(root / "bench/results/subset-40.txt")
+    assert set(subset) <= set(runnable)
+
+
+def test_isolation_ratio_is_beside_over_the_mean_alone_and_drift_is_alone_again_over_alone():
+    from tritonforge.bench.isolation import IsolationCase
+
+    c = IsolationCase("k", "p", alone_ms=1.0, beside_ms=1.03, alone_again_ms=1.02)
+    assert math.isclose(c.ratio, 1.03 / 1.01) and math.isclose(c.drift, 1.02) and c.long
+    assert not IsolationCase("k", "p", 0.01, 0.01, 0.01).long          # under 50 us

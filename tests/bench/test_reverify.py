@@ -1,0 +1,50 @@
+"""The re-verification after a pass: fresh seeds on every case, a fresh worker; a wrong accepted
+kernel is counted in wrong_accepted."""
+
+import dataclasses
+from pathlib import Path
+
+from tritonforge.bench.reverify import reverify_record, with_fresh_seeds
+from tritonforge.bench.records import PassRecord, RecordRef
+from tritonforge.config import Settings
+from tritonforge.model import Case, CaseRole, SpecCall, Task
+
+SIN = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SPEC = '''
+entry = "sin_triton"
+seeds = 1
+[[case]]
+id = "c"
+args = [{ tensor = [257] }]
+'''
+
+
+def test_fresh_seeds_are_new_for_every_case():
+    call = SpecCall("f")
+    task = Task("k", "x = 1\n", ("f",), (Case("a", CaseRole.CORRECTNESS, call, seeds=(0, 1)),
+                                          Case("b", CaseRole.PERFORMANCE, call)), "test")
+    draws = iter([0, 5, 5, 6, 7, 8])                 # 0 is case a's own, 5 twice
+    fresh = with_fresh_seeds(task, lambda: next(draws), per_case=2)
+    assert [c.seeds for c in fresh.cases] == [(5, 6), (7, 8)]
+    assert with_fresh_seeds(task).cases[0].seeds != with_fresh_seeds(task).cases[0].seeds
+
+
+def _record(source):
+    return PassRecord("sin", "e", "s", "s", "success", 2.0, 1.9, 10.0, 150.0, 3, 1, "", "",
+                      "h rules: x", source)
+
+
+def test_a_wrong_accepted_kernel_fails_and_a_right_one_passes(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    ref = RecordRef("sin", path=str(SIN), spec=str(spec))
+    settings = Settings(device="cpu", case_timeout_s=120)
+    right = SIN.read_text().replace("BLOCK_SIZE = 4\n", "BLOCK_SIZE = 64\n")
+    assert right != SIN.read_text()
+    ok = reverify_record(_record(right), ref, settings, tmp_path / "a", device="cpu")
+    assert ok.ok and "fresh seeds" in ok.note
+    wrong = right.replace("tl.sin(", "tl.cos(")
+    assert wrong != right
+    bad = reverify_record(dataclasses.replace(_record(wrong)), ref, settings, tmp_path / "b",
+                          device="cpu")
+    assert not bad.ok and bad.note
