@@ -2,7 +2,7 @@
 
 The search's budget used to buy rounds only: the final check (a new worker, every case verified,
 every performance case timed for the original and the best) ran after it, unbudgeted. On the H100
-(session 18, one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
+(one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
 final check, so a whole run's median wall could not come under its per-kernel budget. The loop now
 starts a round only if that round and this estimate both fit (``search.loop``).
 
@@ -35,7 +35,7 @@ from ..runtime.timing import TimingPlan
 FINAL_FIXED_S = 20.0
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 # before any timing was measured (round 1 verified nothing): the middle of the ratios 11 records
-# showed on the H100, 2.7-12 (session 18, calls 1-3, reckoned offline from their phase times)
+# showed on the H100, 2.7-12 (reckoned offline from their phase times)
 DEFAULT_RATIO = 5.0
 
 

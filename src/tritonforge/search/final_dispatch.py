@@ -52,7 +52,7 @@ def size_dispatch_check(check: "FinalCheck", task: Task, original: Candidate, ca
     # One probe file, so one probe source for every case: the worker imports it once and
     # keeps its compiled kernels. A source per case (its own file path written in) was a new
     # module each time, and each first launch in a new module cost 3-4 s on the H100
-    # (mean_reduction's 16 probes took 67 s, session 19); the file is emptied between cases.
+    # (mean_reduction's 16 probes took 67 s on the H100); the file is emptied between cases.
     path = probe_dir / "sizes.jsonl"
     probe = Candidate(probe_source(base, changes, path), "emit:dispatch-probe",
                       original.hash, "size probe")
