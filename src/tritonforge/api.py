@@ -5,10 +5,12 @@ Everything a script or the CLI needs goes through here; the modules behind it ar
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
+from .errors import ConfigError, InputError
 from .model import CaseRole, Evaluation, Task
 from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
 from .runtime.service import Evaluator, original_variant
@@ -17,12 +19,33 @@ from .tasks.loader import task_from_file
 from .tasks.tritonbench import load_tasks
 
 
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """``path`` as an absolute directory this process can write, created if missing; else a
+    ``ConfigError`` naming it. Called before any kernel runs, so that a bad ``--run-dir`` or
+    ``--out`` fails at once instead of after minutes of work."""
+    target = Path(path).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{what} {target} is a file, not a directory",
+                          hint=f"pass a directory for {what}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe = target / f".tritonforge-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"{what} {target} is not writable ({exc.strerror or exc})",
+                          hint=f"pass a {what} in a directory you can write") from None
+    return target
+
+
 def load_task(path: str | Path | None = None, *, spec: str | Path | None = None,
               entry: str | None = None, tritonbench: str | None = None) -> Task:
     """A task from a kernel file (+ spec) or from a TritonBench-G record name."""
     if tritonbench:
         return load_tasks([tritonbench])[0]
-    assert path is not None
+    if path is None:
+        raise InputError("give a kernel file or a TritonBench-G name",
+                         hint="load_task('kernel.py') or load_task(tritonbench='NAME')")
     return task_from_file(path, spec, entry)
 
 
@@ -42,7 +65,7 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
     On the CPU interpreter, performance cases are skipped unless asked for: interpreter timings
     say nothing about GPU performance, and GPU-sized inputs take minutes there.
     """
-    run_dir = Path(settings.run_dir)
+    run_dir = check_writable_dir(settings.run_dir, "--run-dir")
     store_path = run_dir / "store.sqlite"
     with RunStore(store_path) as store, Evaluator(settings, run_dir, store) as evaluator:
         store.put_task(task)
@@ -56,19 +79,35 @@ def run_original(task: Task, settings: Settings, *, with_performance: bool | Non
 
 
 def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float | None = None,
-             progress=lambda s: None, out_dir: str | Path | None = None):
-    """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name)."""
+             progress=None, out_dir: str | Path | None = None):
+    """Optimize ``task``; returns (OptimizeResult, paths of the written outputs, device name).
+
+    ``jobs``: verification workers side by side. ``budget_s``: seconds for the whole run, the
+    final check included. ``progress``: a ``model.progress.ProgressSink`` that receives a
+    ``ProgressEvent`` at each step (baseline, profile, each round's propose/verify/time, final
+    check, done); its ``message`` carries the run's notes as text. ``out_dir``: where the faster
+    file, diff and reports go (default ``RUN_DIR/output``). Bad arguments and unwritable
+    directories raise ``ConfigError`` before any kernel runs (docs/API.md).
+    """
     from .compose import OptimizeSession, SessionOptions
+    from .report.gather import gather_extras
     from .report.optimize import write_outputs
 
-    run_dir = Path(settings.run_dir)
+    if budget_s is not None and not budget_s > 0:
+        raise ConfigError(f"budget {budget_s} is not above 0", hint="give seconds, e.g. 300")
+    if jobs < 1:
+        raise ConfigError(f"jobs {jobs} is below 1", hint="give 1 or more verification workers")
+    run_dir = check_writable_dir(settings.run_dir, "--run-dir")
+    out = check_writable_dir(out_dir, "--out") if out_dir is not None else None
+    settings = settings.replace(run_dir=str(run_dir))
     with RunStore(run_dir / "store.sqlite") as store, \
             OptimizeSession(settings, store, SessionOptions(jobs=jobs)) as session:
         result = session.optimize(task, budget_s, progress)
         info, device = session.worker_info, session.device
+        extras = gather_extras(store, result)
     name = Path(task.source_path).name if task.source_path else f"{task.name}.py"
     device_name = info.name if info else device
-    paths = write_outputs(result, Path(out_dir) if out_dir else run_dir / "output", name, device_name)
+    paths = write_outputs(result, out or run_dir / "output", name, device_name, extras=extras)
     return result, paths, device_name
 
 
@@ -85,12 +124,11 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     """
     from dataclasses import replace as _replace
 
-    from .errors import InputError
     from .tasks.source import read_source, summarize_source
     from .tasks.tritonbench import split_source
     from .testgen.generate import TestgenOptions, generate
 
-    kernel = Path(path)
+    kernel = Path(path).resolve()     # the tracing process runs in another working directory
     source = read_source(kernel)
     summarize_source(source, str(kernel))            # a clear error for a file with no kernel
     if out is not None and Path(out).exists() and not overwrite:
@@ -100,8 +138,8 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     options = options or TestgenOptions()
     if entries:
         options = _replace(options, entries=tuple(entries))
-    work = Path(settings.run_dir) / "testgen" / kernel.stem
-    module_path, section = kernel, Path(test) if test else None
+    work = check_writable_dir(settings.run_dir, "--run-dir") / "testgen" / kernel.stem
+    module_path, section = kernel, Path(test).resolve() if test else None
     module_text, section_text = split_source(source)
     if section is None and section_text.strip():
         work.mkdir(parents=True, exist_ok=True)
@@ -123,6 +161,7 @@ def profile(task: Task, settings: Settings, *, case_id: str | None = None, use_n
     """
     from .profile.session import ProfileOptions, profile_task
 
+    settings = settings.replace(run_dir=str(check_writable_dir(settings.run_dir, "--run-dir")))
     options = ProfileOptions(case_id=case_id, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
                              out=Path(out) if out else None)
     return profile_task(task, settings, options, progress)

@@ -1,14 +1,6 @@
 """The command line: parse, call ``api``/``bench``, print, map errors to exit codes.
 
-    tritonforge run FILE [--spec SPEC]        evaluate a kernel file's cases, print a table
-    tritonforge run --tritonbench NAME        the same for a TritonBench-G record
-    tritonforge testgen FILE [--out SPEC]     cases from the file's own test, written as a spec
-    tritonforge profile FILE [--case ID]      static stats, ncu metrics, roofline and diagnosis
-    tritonforge bench baseline ...            baseline sweep over TritonBench-G (resumable)
-    tritonforge bench selfcheck ...           time a file against itself: the noise floor
-
-Exit codes: 0 ok; 1 the kernel failed some case; 2 bad input or settings; 3 missing tool or
-device; 4 worker failure; 5 run-store problem; 130 interrupted.
+The user-facing text (``tritonforge --help``) is ``DESCRIPTION`` and ``EPILOG`` below.
 """
 
 from __future__ import annotations
@@ -27,6 +19,30 @@ from .model.serialize import to_jsonable
 from .report.tables import fmt_ms, render_table
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+DESCRIPTION = """Make Triton kernels faster, verified: TritonForge times a kernel file's launcher,
+proposes rewritten variants, proves each computes what the original computes, times it against the
+original, and keeps what is faster. Without a GPU, kernels run through Triton's interpreter
+(correctness only)."""
+
+EPILOG = """examples:
+  tritonforge optimize src/tritonforge/examples/sin_block4.py      the main job, on a bundled example
+  tritonforge optimize kernel.py --budget 300 --out faster/        at most 5 minutes, outputs in faster/
+  tritonforge run kernel.py                                        run the cases once, print a table
+  tritonforge testgen kernel.py                                    write kernel.toml from the file's test
+  tritonforge check kernel.py --baseline tf-baseline.json          CI: re-verify, fail on a regression
+  tritonforge COMMAND --help                                       every flag of one command
+
+exit codes:
+  0 ok   1 the kernel failed a case (or the original fails every case)   2 bad input or setting
+  3 missing tool, package or device   4 worker failure   5 run-store problem
+  130 interrupted (run the same command again to resume)
+
+docs: README.md, docs/API.md (Python API), docs/BENCHMARK.md (how figures are measured)"""
+
+# Checked here, before anything starts: torch and triton are needed by every command but
+# `bench list`, and a missing one would otherwise surface as a traceback deep in a worker.
+_REQUIRED = (("torch", "torch>=2.11,<2.14"), ("triton", "triton>=3.6,<3.8"))
 
 
 def _fraction(text: str) -> float:
@@ -53,20 +69,43 @@ def _copies(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0 (give seconds, e.g. 300)")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1 (give 1 or more)")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
                         help="where kernels run (default auto: cuda if visible, else the CPU "
                              "interpreter)")
     parser.add_argument("--run-dir", default=None, help="run directory (store, logs, outputs)")
     parser.add_argument("--config", default=None, help="a tritonforge.toml settings file")
-    parser.add_argument("--timeout", type=float, default=None, dest="case_timeout_s",
+    parser.add_argument("--timeout", type=_positive, default=None, dest="case_timeout_s",
                         help="seconds without progress before a kernel is killed")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tritonforge", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="tritonforge", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tritonforge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -80,17 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cases", help="comma-separated case ids")
     _common(run)
 
-    opt = sub.add_parser("optimize", help="make a kernel file faster, verified (the main job)")
+    opt = sub.add_parser(
+        "optimize", help="make a kernel file faster, verified (the main job)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time the kernel file's launcher, propose rewritten variants, verify each "
+                    "against the original, time it, keep what is faster; writes the faster file, "
+                    "a diff and report.{json,md,html} under --out (default RUN_DIR/output).",
+        epilog="examples:\n"
+               "  tritonforge optimize src/tritonforge/examples/sin_block4.py\n"
+               "  tritonforge optimize kernel.py --spec cases.toml --budget 300 --out faster/\n"
+               "  tritonforge optimize --tritonbench softmax_triton1 --device cuda\n\n"
+               "exit codes: 0 done (faster or not: the output says which); 1 the original "
+               "fails every case; 2 bad input; 3 missing package, tool or device; 4 worker "
+               "failure; 5 run-store problem; 130 interrupted (run it again to resume)")
     opt.add_argument("file", nargs="?", help="the kernel .py file")
     opt.add_argument("--spec", help="case spec (default: FILE with .toml)")
     opt.add_argument("--entry", help="entry function (overrides the spec's)")
     opt.add_argument("--tritonbench", metavar="NAME", help="a TritonBench-G record instead of FILE")
-    opt.add_argument("--rounds", type=int, default=None, dest="max_rounds",
-                     help="at most this many rounds (default 8)")
-    opt.add_argument("--budget", type=float, default=None,
+    opt.add_argument("--rounds", type=_count, default=None, dest="max_rounds",
+                     help="at most this many rounds (default 8; 2 on the CPU interpreter)")
+    opt.add_argument("--budget", type=_positive, default=None,
                      help="seconds for the whole run: no search round starts that would, with "
                           "the final check's estimated time, end past it (default: no limit)")
-    opt.add_argument("--jobs", type=int, default=2, help="verification workers side by side")
+    opt.add_argument("--jobs", type=_count, default=2, help="verification workers side by side")
     opt.add_argument("--emit", choices=["auto", "fixed", "autotune"], default=None,
                      help="write the best config fixed in the code, or an @triton.autotune over "
                           "the best few configs; auto (default): fixed, unless the best fixed "
@@ -143,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--out", help="write the profile JSON here (default RUN_DIR/profile.json)")
     _common(prof)
 
+    from .cli_check import add_check_parser
+
+    add_check_parser(sub, _common, _fraction)
+
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     base = bsub.add_parser("baseline", help="runnable check + baseline times for TritonBench-G")
@@ -166,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "search round times its candidates (2 to 8; default 2)")
     _common(selfc)
     bopt = bsub.add_parser("optimize", help="one optimization pass over TritonBench-G records, "
-                           "every GPU of the host (or a Ray cluster), resumable (BENCHMARK.md)")
+                           "every GPU of the host (or a Ray cluster), resumable (docs/BENCHMARK.md)")
     bopt.add_argument("--names", help="comma-separated record names (default: --names-file, else "
                                       "every runnable record of --baseline-store)")
     bopt.add_argument("--names-file", default="", help="a file of record names, one a line")
@@ -233,7 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _settings(args: argparse.Namespace):
     overrides = {"device": args.device, "run_dir": args.run_dir,
                  "case_timeout_s": args.case_timeout_s}
-    return load_settings(args.config, overrides=overrides)
+    settings = load_settings(args.config, overrides=overrides)
+    # absolute: worker and tracing processes run in other working directories
+    from pathlib import Path
+    return settings.replace(run_dir=str(Path(settings.run_dir).expanduser().absolute()))
 
 
 def _task_from_args(args: argparse.Namespace, command: str):
@@ -258,7 +316,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if cases:
         unknown = [c for c in cases if c not in {k.id for k in task.cases}]
         if unknown:
-            raise TritonForgeError(f"unknown case ids: {', '.join(unknown)}",
+            from .errors import InputError
+
+            raise InputError(f"unknown case ids: {', '.join(unknown)}",
                                    hint="known: " + ", ".join(c.id for c in task.cases))
     outcome = run_original(task, settings, with_performance=args.perf, case_ids=cases)
     result = outcome.evaluation.results[0]
@@ -299,28 +359,62 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.status is Status.OK else EXIT_FAILED
 
 
+def original_fails(result) -> bool:
+    """Whether the run stopped because the original itself fails (every case, or its baseline
+    run): then there is nothing to be faster than, and the command exits 1."""
+    return result.rounds == 0 and result.stop_reason.startswith(
+        ("the original fails", "no case left that the original runs"))
+
+
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from .api import optimize
+    from .api import check_writable_dir, optimize
+    from .cli_progress import progress_display
+    from .runtime.service import resolve_device
+    from .search.loop import INTERPRETER_MAX_ROUNDS
 
     settings = _settings(args)
     if args.max_rounds is not None:
         settings = settings.replace(max_rounds=args.max_rounds)
     if args.emit is not None:
         settings = settings.replace(emit=args.emit)
+    check_writable_dir(settings.run_dir, "--run-dir")       # before any work: fail fast
+    if args.out is not None:
+        check_writable_dir(args.out, "--out")
     task = _task_from_args(args, "optimize")
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    device_kind = resolve_device(settings.device)
+    if device_kind == "cpu" and (args.max_rounds or 0) > INTERPRETER_MAX_ROUNDS:
+        say(f"note: {settings.max_rounds} rounds asked for; the CPU interpreter runs at most "
+            f"{INTERPRETER_MAX_ROUNDS} (candidates are accepted by correctness alone there, so "
+            "more rounds only repeat the loop slowly); run on a GPU for more")
     say(f"optimizing {task.name}: {len(task.correctness_cases)} correctness and "
         f"{len(task.performance_cases)} performance cases; run dir {settings.run_dir}")
-    result, paths, device = optimize(task, settings, jobs=args.jobs, budget_s=args.budget,
-                                     progress=say, out_dir=args.out)
+    display = progress_display(sys.stderr)
+    try:
+        result, paths, device = optimize(task, settings, jobs=args.jobs, budget_s=args.budget,
+                                         progress=display, out_dir=args.out)
+    finally:
+        display.close()
+    if original_fails(result):
+        print(json.dumps(to_jsonable(result), indent=1) if args.json else "", end="")
+        why = "; ".join([result.stop_reason] + [n for n in result.notes if "original fails" in n])
+        say(f"error: the original fails every case ({why[:400]}) (fix: the kernel or its spec; "
+            f"`tritonforge run {args.file or '--tritonbench ' + str(args.tritonbench)}` shows "
+            "each case)")
+        return EXIT_FAILED
     if args.json:
         print(json.dumps(to_jsonable(result), indent=1))
     else:
         print(paths["markdown"].read_text())
-        print(f"faster file: {paths['best']}\ndiff: {paths['diff']}\nreport: {paths['json']}")
+        if result.best.source == result.original.source:
+            print(f"no faster version found: the original is kept unchanged\n"
+                  f"report: {paths['json']} (and report.html beside it)")
+        else:
+            print(f"faster file: {paths['best']}\ndiff: {paths['diff']}\n"
+                  f"report: {paths['json']} (and report.html beside it)")
         if "cpu" in device:
             print("\nCPU mode: candidates were checked for correctness through Triton's "
                   "interpreter; nothing here says anything about speed. Run on a GPU for that.")
@@ -460,6 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        if not (args.command == "bench" and args.bench_command == "list"):
+            _check_required_packages()
         if args.command == "run":
             return _cmd_run(args)
         if args.command == "optimize":
@@ -468,17 +564,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_testgen(args)
         if args.command == "profile":
             return _cmd_profile(args)
+        if args.command == "check":
+            from .cli_check import run_check
+
+            return run_check(args, _settings(args))
         if args.command == "bench":
             return _cmd_bench(args)
         parser.error(f"unknown command {args.command}")
     except TritonForgeError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: everything finished so far is in the run store; run the same "
               "command again to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def one_line(exc: TritonForgeError) -> str:
+    """The error as one line: where, what, and the fix."""
+    where = f"{exc.location}: " if exc.location else ""
+    hint = f" (fix: {exc.hint})" if exc.hint else ""
+    return f"{where}{exc.message}{hint}"
+
+
+def _check_required_packages() -> None:
+    import importlib.util
+
+    from .errors import EnvironmentProblem
+
+    for module, requirement in _REQUIRED:
+        if importlib.util.find_spec(module) is None:
+            raise EnvironmentProblem(
+                f"{module} is not installed in this Python ({sys.executable})",
+                hint=f"pip install '{requirement}' (or run `bash .ci/run` and use "
+                     ".venv/bin/tritonforge)")
 
 
 def entry() -> None:

@@ -14,10 +14,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .config import Settings
 from .model import Task, VariantResult
+from .model.progress import ProgressSink
 from .runtime.service import Evaluator, PrestartedEvaluators, resolve_device
 from .store import RunStore
 
@@ -93,10 +93,10 @@ class OptimizeSession:
         return made
 
     def optimize(self, task: Task, budget_s: float | None,
-                 progress: Callable[[str], None] = lambda s: None,
+                 progress: ProgressSink | None = None,
                  known_baseline: VariantResult | None = None):
         """Run the loop on ``task`` for at most ``budget_s`` (its final check included);
-        returns the ``OptimizeResult``."""
+        returns the ``OptimizeResult``. ``progress`` receives the loop's ``ProgressEvent``s."""
         from .runtime.perf_inputs import remove_for
         from .search.loop import Optimizer
 

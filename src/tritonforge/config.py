@@ -119,8 +119,12 @@ def load_settings(
             raise ConfigError(f"config file is not valid TOML: {exc}", location=str(path)) from None
         for key, raw in data.items():
             if key not in known:
+                import difflib
+
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
                 raise ConfigError(f"unknown setting {key!r}", location=str(path),
-                                  hint="known settings: " + ", ".join(sorted(known)))
+                                  hint=(f"did you mean {close[0]!r}? " if close else "")
+                                  + "known settings: " + ", ".join(sorted(known)))
             values[key] = raw
     for key in known:
         env_key = f"TRITONFORGE_{key.upper()}"

@@ -25,7 +25,7 @@ def _run(capsys, *argv):
 
 def test_missing_file(capsys, tmp_path):
     code, err = _run(capsys, "run", str(tmp_path / "nope.py"), "--device", "cpu")
-    assert code == 2 and "does not exist" in err and "hint" in err
+    assert code == 2 and "does not exist" in err and "(fix: " in err and err.count("\n") == 1
 
 
 def test_syntax_error_names_the_line(capsys, tmp_path):

@@ -140,7 +140,8 @@ class Lane:
                 self.say(f"{ref.name}: --redo (debugging): {gone} cached evaluation(s) forgotten")
             task = load_ref(ref)
             result = self.session.optimize(task, self.config.per_kernel_s,
-                                           lambda s: self.say(s), self._known_baseline(task))
+                                           lambda e: self.say(e.message) if e.message else None,
+                                           self._known_baseline(task))
             info = self.session.worker_info
             gpu = info.name if info else self.session.device
             return LaneReply(ref.name, result, "", self.engine, gpu, time.perf_counter() - t0)

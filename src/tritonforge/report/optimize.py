@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from pathlib import Path
 
 from ..model.serialize import to_jsonable
+from .diff import unified_diff
+from .html import render_html
 from .tables import render_table
 
-
-def unified_diff(original: str, best: str, name: str) -> str:
-    return "".join(difflib.unified_diff(original.splitlines(keepends=True),
-                                        best.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+__all__ = ["markdown", "unified_diff", "write_outputs"]
 
 
 def _fmt(x: float | None, suffix: str = "x") -> str:
@@ -43,7 +40,10 @@ def markdown(result, device: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(result, out_dir: str | Path, file_name: str, device: str) -> dict[str, Path]:
+def write_outputs(result, out_dir: str | Path, file_name: str, device: str, *,
+                  extras=None) -> dict[str, Path]:
+    """Write the faster file, the diff, report.json, report.md and report.html into ``out_dir``.
+    ``extras``: ``report.gather.ReportExtras`` (from the run store) for report.html's plots."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"best": out / file_name, "diff": out / f"{Path(file_name).stem}.diff",
@@ -52,7 +52,5 @@ def write_outputs(result, out_dir: str | Path, file_name: str, device: str) -> d
     paths["diff"].write_text(unified_diff(result.original.source, result.best.source, file_name))
     paths["json"].write_text(json.dumps(to_jsonable(result), indent=1))
     paths["markdown"].write_text(markdown(result, device))
-    from .html import render_html
-
-    paths["html"].write_text(render_html(result, device, file_name))
+    paths["html"].write_text(render_html(result, device, file_name, extras=extras))
     return paths

@@ -65,16 +65,15 @@ class OptimizeResult:
 
 class Optimizer:
     """Runs the search for one task; ``evaluators`` are the verification pool, the first also
-    times. ``progress`` takes one-line messages (logs); ``events`` takes ``ProgressEvent``s at
-    stage boundaries (a live display)."""
+    times. ``progress`` receives a ``ProgressEvent`` at each stage boundary, and each text note
+    as an event's ``message`` (``model.progress``)."""
 
     def __init__(self, task: Task, settings: Settings, evaluators: list[Evaluator],
                  proposers: list[Proposer], store: RunStore | None,
-                 progress: Callable[[str], None] = lambda s: None,
+                 progress: ProgressSink | None = None,
                  policy: ArbiterPolicy | None = None, candidates_per_round: int = 6,
                  make_final_evaluator: Callable[[], Evaluator] | None = None,
                  known_baseline: VariantResult | None = None,
-                 events: ProgressSink | None = None,
                  ahead_proposers: list[Proposer] | None = None):
         """``known_baseline``: the original's per-case times from a baseline sweep of the same
         task on this kind of GPU; the search's first step (timing the original on every case,
@@ -93,33 +92,45 @@ class Optimizer:
         self.proposers = proposers
         self.store = store
         self.progress = progress
-        self.events = events
+        self._event = ProgressEvent("baseline")
+        self._budget_s: float | None = None
         self.policy = policy or ArbiterPolicy(max_case_regression=settings.max_case_regression)
         self.per_round = candidates_per_round
         self.ahead_proposers = list(ahead_proposers or ())
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
         self.known_baseline = None if self.interpreted else known_baseline
-        self.stages = RoundStages(task, settings, evaluators, proposers, store, progress,
+        self.stages = RoundStages(task, settings, evaluators, proposers, store, self._say,
                                   candidates_per_round, self.interpreted)
         self.final_check = FinalCheck(settings, self.policy, self.timer, make_final_evaluator,
-                                      store, progress, self.interpreted)
+                                      store, self._say, self.interpreted)
         self._started = time.perf_counter()
 
     @property
     def profile(self):
         return self.stages.profile
 
-    def _emit(self, phase: str, **fields) -> None:
-        if self.events is None:
+    def _emit(self, phase: str | None = None, message: str = "", **fields) -> None:
+        """Hand the progress sink where the run stands: ``phase`` (None: the current one), a
+        text ``message``, and any other ``ProgressEvent`` field that changed (round, counts,
+        best speedup); the fields not given keep their last values."""
+        if getattr(self, "progress", None) is None:
             return
-        budget = self.final_check.budget
-        left = budget.left_s() if budget is not None and budget.budget_s is not None else None
+        elapsed = time.perf_counter() - self._started
+        budget = getattr(self.final_check, "budget", None)
+        busy = budget.elapsed() if budget is not None else elapsed
+        left = None if self._budget_s is None else max(0.0, self._budget_s - busy)
+        self._event = replace(self._event, phase=phase or self._event.phase, message=message,
+                              elapsed_s=max(elapsed, self._event.elapsed_s), budget_left_s=left,
+                              **fields)
         try:
-            self.events(ProgressEvent(phase, budget_left_s=left,
-                                      elapsed_s=time.perf_counter() - self._started, **fields))
+            self.progress(self._event)
         except Exception as exc:  # noqa: BLE001 - a display's bug must not end the run
             log.warning("progress sink failed: %s", exc)
+
+    def _say(self, text: str) -> None:
+        """A stage's text note, as an event's message in the current phase."""
+        self._emit(message=text)
 
     def _final_worker_started(self) -> None:
         """Wait for a final-check worker being started ahead of need (``PrestartedEvaluators``)
@@ -132,6 +143,7 @@ class Optimizer:
     def run(self, budget_s: float | None = None) -> OptimizeResult:
         start = self._started = time.perf_counter()
         blocked0 = gpu_blocked_s()
+        self._budget_s = budget_s
         clock = PhaseClock()
         budget = BudgetPolicy(budget_s, lambda: time.perf_counter() - start - (gpu_blocked_s() - blocked0))
         self.final_check.budget = budget
@@ -174,7 +186,7 @@ class Optimizer:
                   start: float, blocked0: float) -> OptimizeResult:
         """The stages after the static setup (see the module docstring)."""
         def early(stop: str, base_notes=None) -> OptimizeResult:
-            self._emit("done", message=stop)
+            self._emit("done", f"{task.name}: {stop}")
             return OptimizeResult(task.name, original, original, None, 0, stop,
                                   time.perf_counter() - start, 0,
                                   notes=tuple(notes if base_notes is None else base_notes),
@@ -219,8 +231,8 @@ class Optimizer:
                        self.settings.patience, self._final_worker_started,
                        lambda: budget.room_for(self.final_check._expected_s(original)))
         state, stop = self._rounds(state, env, budget, max_rounds)
-        self._emit("final-check", round=state.round, best_speedup=None if self.interpreted
-                   else state.factor, **counts(state))
+        self._emit("final-check", f"{state.task.name}: final check in a fresh process",
+                   round=state.round, **counts(state))
         with clock.phase("final check"):
             notes = list(state.notes)
             final, best_c = self.final_check._output(state.task, original, list(state.chain),
@@ -229,9 +241,11 @@ class Optimizer:
                                                      runners=list(state.runners))
         notes += [f"case {cid} dropped from the final check: the original fails there when run as "
                   "its own candidate in a fresh process" for cid in sorted(self.final_check.final_dropped)]
-        self._emit("done", round=state.round, message=stop, **counts(state),
-                   best_speedup=final.speedup if final is not None and final.accepted
-                   and final.speedup == final.speedup else None)
+        best = {}
+        if final is not None and final.accepted and final.speedup == final.speedup:
+            best = {"best_speedup": final.speedup, "best_low": final.speedup_low}
+        self._emit("done", f"{self.task.name}: {final.reason if final is not None else stop}",
+                   round=state.round, **counts(state), **best)
         return OptimizeResult(self.task.name, original, best_c, final, state.round, stop,
                               time.perf_counter() - start, len(state.history), state.history,
                               state.search_ids, tuple(notes), gpu_blocked_s() - blocked0,
@@ -243,7 +257,7 @@ class Optimizer:
         if self.known_baseline is not None:
             notes.append("the original's case times come from the baseline sweep (not timed again)")
             return self.known_baseline
-        self._emit("baseline")
+        self._emit("baseline", f"{task.name}: timing the original")
         with clock.phase("baseline"):
             return self.timer.evaluate(task, (_variant(original, "original"),),
                                        purpose="baseline", verify=False, time=True,

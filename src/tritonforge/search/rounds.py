@@ -48,12 +48,19 @@ class RoundEnv:
     in_time: Callable[[], bool] = lambda: True   # more work still leaves the final check room
 
 
+# a candidate with one of these never had a kernel compiled
+_NOT_COMPILED = (Status.POLICY_REJECTED, Status.IMPORT_ERROR, Status.COMPILE_ERROR, Status.PRUNED,
+                 Status.SKIPPED)
+
+
 def counts(state: SearchState) -> dict[str, int]:
     """The run's cumulative candidate counts for a ``ProgressEvent``, from the history: those
-    timed (they passed verification) and those that failed it (pruned ones are not counted)."""
+    timed (they passed verification), those that failed it (pruned ones are not counted), and
+    those whose kernels compiled (all but policy, import, compile failures, pruned, skipped)."""
     timed = sum(1 for h in state.history if h.status is Status.OK)
     failed = sum(1 for h in state.history if h.status not in (Status.OK, Status.PRUNED))
-    return {"verified": timed, "timed": timed, "failed": failed}
+    compiled = sum(1 for h in state.history if h.status not in _NOT_COMPILED)
+    return {"compiled": compiled, "verified": timed, "timed": timed, "failed": failed}
 
 
 def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
@@ -192,11 +199,12 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) ->
         return replace(state, stale=state.stale + 1)
     if best[0].speedup == best[0].speedup:
         factor *= best[0].speedup
-    st.progress(f"{state.task.name} round {round_}: accepted {best[1].description} "
-                f"({best[0].reason})")
-    env.emit("time", round=round_, best_speedup=factor if not st.interpreted else None,
-             **counts(state),
-             best_low=best[0].speedup_low if best[0].speedup_low == best[0].speedup_low else None,
-             message=f"accepted {best[1].description}")
+    d = best[0]
+    measured = not st.interpreted and d.speedup == d.speedup and d.speedup_low == d.speedup_low
+    env.emit("time", round=round_, **counts(state),
+             best_speedup=factor if measured else None,
+             best_low=factor / d.speedup * d.speedup_low if measured else None,
+             message=f"{state.task.name} round {round_}: accepted {best[1].description} "
+                     f"({d.reason})")
     return replace(state, incumbent=best[1], chain=state.chain + (best[1],), factor=factor, stale=0)
 

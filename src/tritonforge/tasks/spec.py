@@ -26,6 +26,7 @@ A tensor argument is an inline table with ``tensor = [shape...]`` and the option
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import fields
 from pathlib import Path
@@ -38,6 +39,19 @@ _TENSOR_KEYS = {f.name for f in fields(TensorSpec)} - {"shape"}
 _DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
            "uint8", "bool", "float8_e4m3fn", "float8_e5m2"}
 _INITS = {"randn", "rand", "randint", "zeros", "ones", "full", "arange", "empty", "values"}
+_TOP_KEYS = {"entry", "seeds", "reference", "tolerance", "case"}
+_CASE_KEYS = {"id", "role", "entry", "args", "kwargs", "seeds"}
+
+
+def _check_keys(table: dict, known: set[str], where: str, origin: str) -> None:
+    """Refuse a key the spec does not know, naming the likeliest intended one: a typo
+    (``sedes = 3``, ``argz = [...]``) would otherwise be silently ignored and the default used."""
+    for key in table:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+        fix = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(sorted(known))
+        raise SpecError(f"{where}unknown key {key!r}", location=origin, hint=fix)
 
 
 class SpecDocument:
@@ -61,8 +75,11 @@ def _parse_arg(value: Any, where: str) -> Any:
                             hint='write { tensor = [1024], dtype = "float32" }')
         unknown = set(value) - _TENSOR_KEYS - {"tensor"}
         if unknown:
+            close = difflib.get_close_matches(sorted(unknown)[0], sorted(_TENSOR_KEYS | {"tensor"}),
+                                              n=1, cutoff=0.5)
             raise SpecError(f"{where}: unknown tensor keys {sorted(unknown)}",
-                            hint="known keys: tensor, " + ", ".join(sorted(_TENSOR_KEYS)))
+                            hint=(f"did you mean {close[0]!r}? " if close else "")
+                            + "known keys: tensor, " + ", ".join(sorted(_TENSOR_KEYS)))
         shape = value["tensor"]
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise SpecError(f"{where}: tensor shape must be a list of non-negative integers, "
@@ -100,6 +117,7 @@ def parse_spec(text: str, origin: str = "<spec>") -> SpecDocument:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"not valid TOML: {exc}", location=origin) from None
+    _check_keys(data, _TOP_KEYS, "", origin)
     entry = data.get("entry")
     raw_cases = data.get("case", [])
     if not isinstance(raw_cases, list) or not raw_cases:
@@ -113,6 +131,8 @@ def parse_spec(text: str, origin: str = "<spec>") -> SpecDocument:
     seen: set[str] = set()
     for n, raw in enumerate(raw_cases):
         where = f"{origin}: case {n + 1}"
+        if isinstance(raw, dict):
+            _check_keys(raw, _CASE_KEYS, f"case {n + 1}: ", origin)
         role_name = raw.get("role", "correctness")
         if role_name not in counters:
             raise SpecError(f"{where}: role must be 'correctness' or 'performance', "
@@ -135,6 +155,9 @@ def parse_spec(text: str, origin: str = "<spec>") -> SpecDocument:
                           seeds=tuple(raw.get("seeds", case_seeds)), label=label))
     tolerances = []
     for dtype, tol in sorted(data.get("tolerance", {}).items()):
+        _check_keys({dtype: None}, _DTYPES, "tolerance: ", origin)
+        if isinstance(tol, dict):
+            _check_keys(tol, {"atol", "rtol", "rel_norm"}, f"tolerance.{dtype}: ", origin)
         try:
             tolerances.append((dtype, Tolerance(float(tol["atol"]), float(tol["rtol"]),
                                                 float(tol["rel_norm"]))))
