@@ -36,7 +36,8 @@ class SessionOptions:
 
 
 def build_proposers(settings: Settings, run_dir: Path) -> list:
-    """The rule engine always; an LLM proposer too when a model (or a replay) is configured.
+    """The rule engine always, the config search unless ``settings.config_search`` is off; an
+    LLM proposer too when a model (or a replay) is configured.
 
     The LLM comes first: the loop asks proposers in order until the round is full, and the rule
     engine alone fills a round on most kernels; asked first, the LLM takes its
@@ -45,6 +46,12 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     from .search.rules import RuleProposer
 
     proposers: list = [RuleProposer()]
+    if settings.config_search:
+        # before the rules, for its share of the round: the rules fill the rest
+        from .search.config_search import ConfigSearchProposer
+
+        proposers.insert(0, ConfigSearchProposer(settings.config_search_per_round,
+                                                 share=settings.config_search_share))
     if settings.llm_model or settings.llm_replay:
         from .llm.factory import build_proposer
 

@@ -57,6 +57,11 @@ class Settings:
     profile: str = "auto"             # auto: Nsight Compute when there is a GPU; static: no ncu; off
     emit: str = "auto"                # fixed: the best config written in; autotune: @triton.autotune over
     # the best few; auto: fixed, unless one size got slower: then autotune over it and the original
+    # the config search (search.config_search): ranked joint launch configs, asked before the
+    # rules for this share of a round's candidates (the rules fill the rest), at most this many
+    config_search: bool = True
+    config_search_share: float = 0.5
+    config_search_per_round: int = 32
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"

@@ -294,14 +294,14 @@ def test_optimize_command_records_llm_usage_in_the_store(task, server, tmp_path,
     from tritonforge import cli
 
     # The LLM is asked first (build_proposers); the rule engine's five more candidates would only
-    # make the test slower, so it proposes nothing here.
+    # make the test slower, so it proposes nothing here, and the config search is off.
     monkeypatch.setattr(RuleProposer, "propose", lambda self, ctx: [])
     server.add(Reply(fenced(GOOD, "Bigger blocks."), 1200, 400))
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     run_dir = tmp_path / "run"
     for k, v in {"LLM_MODEL": "fake-model", "LLM_BASE_URL": server.base_url,
-                 "LLM_API_KEY_ENV": "", "LLM_CANDIDATES_PER_ROUND": "1", "SEEDS": "1",
+                 "LLM_API_KEY_ENV": "", "LLM_CANDIDATES_PER_ROUND": "1", "SEEDS": "1", "CONFIG_SEARCH": "0",
                  "TIMING_ROUNDS": "2", "TIMING_ROUND_MS": "1", "TIMING_WARMUP_MS": "1"}.items():
         monkeypatch.setenv(f"TRITONFORGE_{k}", v)
     code = cli.main(["optimize", str(EXAMPLE), "--spec", str(spec), "--device", "cpu",
@@ -320,9 +320,10 @@ def test_build_proposers_asks_the_llm_first_and_turns_it_on_for_a_replay(tmp_pat
     from tritonforge.api import build_proposers
 
     live = Settings(llm_model="m", llm_base_url="http://127.0.0.1:9/v1", llm_api_key_env="")
-    assert [p.name for p in build_proposers(live, tmp_path)] == ["llm:m", "rules"]
+    assert [p.name for p in build_proposers(live, tmp_path)] == ["llm:m", "config-search", "rules"]
     transcript = tmp_path / "transcript.jsonl"
     transcript.write_text("")
     replay = Settings(llm_replay=str(transcript))
-    assert [p.name for p in build_proposers(replay, tmp_path)] == ["llm:replay", "rules"]
-    assert [p.name for p in build_proposers(Settings(), tmp_path)] == ["rules"]
+    assert [p.name for p in build_proposers(replay, tmp_path)] == ["llm:replay", "config-search", "rules"]
+    assert [p.name for p in build_proposers(Settings(), tmp_path)] == ["config-search", "rules"]
+    assert [p.name for p in build_proposers(Settings(config_search=False), tmp_path)] == ["rules"]

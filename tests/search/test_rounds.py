@@ -110,7 +110,7 @@ def test_nothing_proposed_stops_without_counting_a_round():
 def test_the_config_search_flag_reaches_the_proposers_once():
     stages = FakeStages({1: [("x = 1\n", 1.0)]})
     s = run_round(_state(config_search=True), _env(stages)).state
-    assert stages.contexts[0].config_search
+    assert stages.contexts[0].config_search_only
     assert s.config_search_done and not s.config_search
 
 
@@ -122,13 +122,13 @@ def test_the_state_is_a_value_a_round_does_not_change_it():
 
 def test_nothing_proposed_asks_once_for_a_config_search(monkeypatch):
     """The proposers find nothing (a diagnosis near the roofline, say); the loop asks them once
-    more with ``config_search`` set, and a config found then is judged like any other."""
+    more with ``config_search_only`` set, and a config found then is judged like any other."""
     from tritonforge.search.loop import Optimizer
 
     class ConfigOnly(FakeStages):
         def _propose(self, ctx):
             self.contexts.append(ctx)
-            if not ctx.config_search:
+            if not ctx.config_search_only:
                 return []
             c = Candidate("x = 9  # num_warps\n", "config", ctx.incumbent.hash, "num_warps 8")
             self.ms[c.hash] = 0.8
@@ -139,7 +139,7 @@ def test_nothing_proposed_asks_once_for_a_config_search(monkeypatch):
     opt.interpreted = False
     clock = [0.0]
     state, stop = opt._rounds(_state(patience=1), _env(stages), BudgetPolicy(100.0, lambda: clock[0]), 8)
-    assert [c.config_search for c in stages.contexts] == [False, True, False]
+    assert [c.config_search_only for c in stages.contexts] == [False, True, False]
     assert state.chain and state.chain[0].description == "num_warps 8"
     assert stop == "no new candidates" and state.config_search_done
 

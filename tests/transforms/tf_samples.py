@@ -340,6 +340,58 @@ def add(x, y, BLOCK_SIZE=4):
 '''
 
 
+# a weight row loaded inside a loop over rows that also stores: the load does not change across
+# iterations (hoist_invariant_loads); the grid has one program too many, whose loop never runs
+HOIST_LOOP = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_rows_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, stride, ROWS: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    for r in range(pid * ROWS, tl.minimum(pid * ROWS + ROWS, n_rows)):
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + r * stride + cols, mask=mask, other=0.0)
+        tl.store(out_ptr + r * stride + cols, x * w, mask=mask)
+
+
+def scale_rows(x, w):
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    ROWS = 4
+    scale_rows_kernel[(triton.cdiv(n_rows, ROWS) + 1,)](x, w, out, n_rows, n_cols, x.stride(0),
+                                                       ROWS=ROWS, BLOCK_N=64)
+    return out
+'''
+
+# a short loop over a constexpr number of taps (static_unroll)
+TAPS_LOOP = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def taps_kernel(x_ptr, out_ptr, n, TAPS: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for t in range(TAPS):
+        acc += tl.load(x_ptr + offs + t, mask=offs + t < n, other=0.0) * (t + 1)
+    tl.store(out_ptr + offs, acc, mask=offs < n)
+
+
+def taps(x):
+    n = x.numel()
+    out = torch.empty_like(x)
+    taps_kernel[(triton.cdiv(n, 128),)](x, out, n, TAPS=4, BLOCK=128)
+    return out
+'''
+
+
 # ---------------------------------------------------------------- running them
 
 def _inputs(name: str):
@@ -366,6 +418,8 @@ def _inputs(name: str):
         "GRID_3D_LOCAL": lambda: (vec(1000),),
         "GUARDED_ROWS": lambda: (torch.randn(11, 5, generator=g),),
         "ADD_PARAM": lambda: (vec(1000), vec(1000)),
+        "HOIST_LOOP": lambda: (torch.randn(9, 53, generator=g), torch.randn(53, generator=g)),
+        "TAPS_LOOP": lambda: (vec(1000),),
     }[name]()
 
 
@@ -374,7 +428,7 @@ ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "ROW_SUM_NAMED": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
            "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm", "ROWS_LAMBDA": "row_sum",
            "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows",
-           "ADD_PARAM": "add"}
+           "ADD_PARAM": "add", "HOIST_LOOP": "scale_rows", "TAPS_LOOP": "taps"}
 
 
 def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,

@@ -61,8 +61,9 @@ class ProposalContext:
     diagnosis: Diagnosis | None = None
     history: tuple[HistoryEntry, ...] = ()
     budget: int = 8         # how many candidates the loop wants at most this round
-    config_search: bool = False   # the search asks for a configuration search this round
-    # (num_warps, num_stages, block sizes): near the roofline, or nothing else proposed
+    # a near-roofline stop: the loop runs one round of the config search (search.config_search)
+    # and nothing else; proposers that are not a config search may return nothing
+    config_search_only: bool = False
 
 
 @dataclass(frozen=True)

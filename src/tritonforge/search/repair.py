@@ -14,10 +14,16 @@ there when this was written; these edits need only positions, which ``ast`` give
     shared memory exceeded (OutOfResources)  -> fewer-stages, then smaller-tiles
     too many registers / resources for launch -> fewer-warps, then smaller-tiles
     "arange's range must be a power of 2"    -> pow2-blocks
-    tl.dot shapes "must be >= 16"            -> dot-min-16
+    tl.dot shapes "must be >= 16" / "K >= 16" -> dot-min-16 (the minimum the error names)
+    "num_warps must be a power of 2"          -> pow2-warps
+
+A shared-memory failure where no ``num_stages`` is written at all (Triton's default of 3 stages
+multi-buffers the loops) gets ``num_stages=2`` written at the launch sites of the kernels that
+loop over loads instead (``search.repair_launch``, through ``transforms.launch_params``).
 
 Literals edited: ``num_stages=`` / ``num_warps=`` keywords (launches, ``triton.Config``),
-block-size names (BLOCK*, *_BLOCK*, TILE*, BM/BN/BK) as keywords, ``triton.Config`` dict entries,
+block sizes (names like BLOCK*, *_BLOCK*, TILE*, BM/BN/BK, and any constexpr the analysis finds
+acting as a tile size: stepping a loop or tiling a program id) as keywords, ``triton.Config`` dict entries,
 assignments and function defaults.
 """
 
@@ -44,7 +50,12 @@ _REGISTERS = re.compile(r"too many resources requested for launch|out of resourc
                         r"(registers|threads)|LAUNCH_OUT_OF_RESOURCES|too many registers|"
                         r"uses too much register", re.IGNORECASE)
 _POW2 = re.compile(r"must be a power of 2|power of two", re.IGNORECASE)
-_DOT16 = re.compile(r"must be >= 16", re.IGNORECASE)
+# tl.dot's shape minimum: older Triton "... must be >= 16!"; Triton 3.6 (sm_90 compile, checked
+# here): "Input shapes should have M >= 1, N >= 1 and K >= 16" (K >= 32 for 8-bit operands)
+_DOT16 = re.compile(r"must be >= 16|Input shapes should have M >= \d+, N >= \d+ and K >= \d+",
+                    re.IGNORECASE)
+_DOT_K = re.compile(r"and K >= (\d+)")
+_WARPS_POW2 = re.compile(r"num_?warps must be a power of (2|two)", re.IGNORECASE)
 _NO_RULES = {Status.MISMATCH, Status.CHEAT, Status.POLICY_REJECTED, Status.OK}
 
 
@@ -72,22 +83,38 @@ def _int_const(node: ast.AST | None) -> int | None:
     return None
 
 
-def _kind(name: str) -> str | None:
+def _kind(name: str, tiles: frozenset[str] = frozenset()) -> str | None:
     if name in ("num_warps", "num_stages"):
         return name
-    return "block" if is_block_name(name) else None
+    return "block" if is_block_name(name) or name in tiles else None
 
 
-def find_literals(source: str) -> list[Literal]:
-    """Every editable int literal of ``source`` (empty when it does not parse)."""
+def tile_names(source: str) -> frozenset[str]:
+    """Constexprs the analysis finds acting as tile sizes in ``source``'s kernels, whatever their
+    names (``KernelInfo.block_constexprs``: a loop step, or a program-id multiplier that sizes
+    something): ``CHUNK``, ``SPAN``. A ``tl.arange`` bound alone is not one: HEAD_DIM describes
+    the problem, and halving it changes the result."""
+    from ..analyze import analyze_source
+
+    try:
+        analysis = analyze_source(source)
+    except Exception:  # noqa: BLE001 - an unparseable source has no literals to edit anyway
+        return frozenset()
+    return frozenset(n for k in analysis.kernels for n in k.block_constexprs)
+
+
+def find_literals(source: str, tiles: frozenset[str] | None = None) -> list[Literal]:
+    """Every editable int literal of ``source`` (empty when it does not parse). Block sizes are
+    the names that look like one (``is_block_name``) and ``tiles`` (default: ``tile_names``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    tiles = tile_names(source) if tiles is None else tiles
     found: list[Literal] = []
 
     def add(name: str, value_node: ast.AST | None, container: ast.AST) -> None:
-        kind, value = _kind(name), _int_const(value_node)
+        kind, value = _kind(name, tiles), _int_const(value_node)
         if kind is None or value is None:
             return
         n = value_node
@@ -162,8 +189,21 @@ def _pow2_blocks(lits: list[Literal]) -> list[tuple[Literal, int]]:
             if x.kind == "block" and x.value > 0 and x.value & (x.value - 1)]
 
 
-def _dot_min_16(lits: list[Literal]) -> list[tuple[Literal, int]]:
-    return [(x, 16) for x in lits if x.kind == "block" and 0 < x.value < 16]
+def _dot_minimum(error: str) -> int:
+    """The K minimum the error names (32 for 8-bit operands in Triton 3.6), else 16."""
+    m = _DOT_K.search(error)
+    return max(16, int(m.group(1))) if m else 16
+
+
+def _dot_min_16(lits: list[Literal], error: str = "") -> list[tuple[Literal, int]]:
+    low = _dot_minimum(error)
+    return [(x, low) for x in lits if x.kind == "block" and 0 < x.value < low]
+
+
+def _pow2_warps(lits: list[Literal]) -> list[tuple[Literal, int]]:
+    """num_warps rounded down to a power of two (at least 1): Triton's compiler refuses others."""
+    return [(x, 1 << (x.value.bit_length() - 1)) for x in lits
+            if x.kind == "num_warps" and x.value > 0 and x.value & (x.value - 1)]
 
 
 @dataclass(frozen=True)
@@ -172,8 +212,9 @@ class RuleRepair:
 
     name: str
     matches: Callable[[str], bool]
-    edits: Callable[[list[Literal]], list[tuple[Literal, int]]]
+    edits: Callable[..., list[tuple[Literal, int]]]    # (literals[, error text]) -> edits
     description: str
+    reads_error: bool = False       # ``edits`` takes the error text as well (a minimum it names)
 
 
 RULES: tuple[RuleRepair, ...] = (
@@ -186,7 +227,10 @@ RULES: tuple[RuleRepair, ...] = (
     RuleRepair("pow2-blocks", lambda e: bool(_POW2.search(e)), _pow2_blocks,
                "block sizes rounded up to powers of two (tl.arange needs them)"),
     RuleRepair("dot-min-16", lambda e: bool(_DOT16.search(e)), _dot_min_16,
-               "block sizes raised to 16 (tl.dot needs every dimension >= 16)"),
+               "block sizes raised to tl.dot's minimum (16, or 32 for 8-bit operands)",
+               reads_error=True),
+    RuleRepair("pow2-warps", lambda e: bool(_WARPS_POW2.search(e)), _pow2_warps,
+               "num_warps rounded down to a power of two"),
 )
 
 
@@ -199,8 +243,16 @@ def rule_repairs(candidate: Candidate, status: Status, error: str) -> list[Candi
     for rule in RULES:
         if not rule.matches(error):
             continue
-        edits = rule.edits(lits)
+        edits = rule.edits(lits, error) if rule.reads_error else rule.edits(lits)
         if not edits:
+            if rule.name == "fewer-stages":
+                # no num_stages written anywhere: Triton's default (3) multi-buffers the loops;
+                # write a smaller one at the launches (search.repair_launch)
+                from .repair_launch import stages_at_launches
+
+                fix = stages_at_launches(candidate, 2)
+                if fix is not None:
+                    out.append(fix)
             continue
         changes = ", ".join(f"{lit.name} {lit.value}->{new}" for lit, new in edits[:6])
         out.append(Candidate(source=apply_edits(candidate.source, edits),

@@ -10,7 +10,7 @@ of unknown size (perf scripts) are not guessed: when the cases with a fraction c
 time, the roofline does not stop the search.
 
 Near the roofline the search still runs one round of configuration search (``num_warps``,
-``num_stages``, block sizes; ``ProposalContext.config_search``): on the H100 a cross-entropy
+``num_stages``, block sizes; ``ProposalContext.config_search_only``): on the H100 a cross-entropy
 kernel diagnosed near the roofline ended with "no new candidates", and a num_warps/num_stages
 change alone gave it 1.095x.
 """

@@ -88,7 +88,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     ctx = ProposalContext(state.task, state.incumbent, round_, env.hardware,
                           history=tuple(history), budget=st.per_round,
                           diagnosis=state.diagnosis, profile=st.profile,
-                          config_search=state.config_search)
+                          config_search_only=state.config_search)
     env.emit("propose", round=round_)
     with clock.phase("propose"):
         cands = st._prune(state.task, state.incumbent, st._propose(ctx), env.hardware, history,

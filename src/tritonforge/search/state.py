@@ -35,7 +35,7 @@ class SearchState:
     stale: int = 0
     patience: int = 2
     sliver_cut: bool = False           # the kernels looked a sliver of the profiled case
-    config_search: bool = False        # the next round asks the proposers for a config search
+    config_search: bool = False        # the next round is config search alone (config_search_only)
     config_search_done: bool = False   # a config-search round ran already
     factor: float = 1.0
     chain: tuple[Candidate, ...] = ()  # every accepted incumbent, oldest first

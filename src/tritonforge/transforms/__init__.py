@@ -21,6 +21,8 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
     drop_zero_fill      torch.zeros -> torch.empty for a wrapper's buffer a kernel only writes
     hoist_namedtuple    a wrapper's namedtuple class built once at import, not on every call
+    hoist_invariant_loads loads a loop does not change, moved in front of it (guarded)
+    static_unroll       short loops with constant bounds -> tl.static_range
 
 This package needs libcst (an optional dependency: ``pip install tritonforge[transforms]``); the
 GPU image lacks it, so only the driver side imports this package.
@@ -47,6 +49,7 @@ from .configs import ConfigSpec
 from .constexpr import ConstexprOverride
 from .host_hoist import HoistNamedtuple
 from .launch_params import LaunchParams
+from .loops import HoistInvariantLoads, StaticUnroll
 from .param_block import ParamBlockOverride
 from .persistent import PersistentGrid
 from .rows import RowsPerProgram
@@ -71,6 +74,8 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     StreamingReduction(),
     DropZeroFill(),
     HoistNamedtuple(),
+    HoistInvariantLoads(),
+    StaticUnroll(),
 )}
 
 

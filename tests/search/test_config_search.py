@@ -1,0 +1,237 @@
+"""The config search (search.config_space, search.config_search) on kernels that no rule knows:
+its space comes from the launch analysis, configs over sm_90 are dropped before any compile (and
+the sm_90 compiler agrees), its ranked candidates compute what the original does (interpreter),
+and later rounds search around the configs that measured fastest."""
+
+import ast
+import dataclasses
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import cs_samples  # noqa: E402
+from cs_samples import ENTRIES, SPECS, inputs  # noqa: E402
+
+from tritonforge.analyze import analyze_source  # noqa: E402
+from tritonforge.model import Candidate, HardwareInfo, HistoryEntry, ProposalContext, Status  # noqa: E402
+from tritonforge.profile.limits import limits_for  # noqa: E402
+from tritonforge.search.config_search import ConfigSearchProposer  # noqa: E402
+from tritonforge.search.config_space import contiguous_blocks, rank_site, site_space  # noqa: E402
+from tritonforge.search.prune import Fit, check_source  # noqa: E402
+from tritonforge.tasks.loader import task_from_file  # noqa: E402
+
+SM90 = limits_for(90)
+H100 = HardwareInfo("NVIDIA H100", False, sm_count=132, capability="9.0")
+
+
+def _task(tmp_path, name, source=None, spec=None):
+    (tmp_path / f"{name}.py").write_text(source or getattr(cs_samples, name))
+    (tmp_path / f"{name}.toml").write_text(spec or SPECS[name])
+    return task_from_file(tmp_path / f"{name}.py", tmp_path / f"{name}.toml")
+
+
+def _context(task, source, round_=1, budget=24, history=()):
+    return ProposalContext(task, Candidate(source, "original"), round_, H100, budget=budget,
+                           history=tuple(history))
+
+
+def _space(source):
+    analysis = analyze_source(source)
+    return site_space(analysis, analysis.knobs[0], ast.parse(source))
+
+
+def test_the_space_comes_from_the_launch_analysis():
+    stencil = _space(cs_samples.STENCIL)
+    assert dict(stencil.current_blocks) == {"TILE_H": 8, "TILE_W": 16}
+    assert stencil.contiguous == frozenset({"TILE_W"})
+    assert stencil.stages == (3,)          # no loop over loads: num_stages would change nothing
+    assert 8 in stencil.warps and 1 in stencil.warps
+    row = _space(cs_samples.ROWOP)
+    assert dict(row.current_blocks) == {"CHUNK": 32} and row.current_stages == 2
+    assert len(row.stages) == 5 and all(v & (v - 1) == 0 for _, vs in row.blocks for v in vs)
+    gather = _space(cs_samples.GATHER)
+    assert {n for n, _ in gather.blocks} == {"SPAN", "WIDTH"}    # SPAN is set through a local
+    assert contiguous_blocks(ast.parse(cs_samples.GATHER), "gather_rows") == {"WIDTH"}
+
+
+def _run(load, name, source):
+    import torch
+
+    args = inputs(name)
+    return getattr(load(source), ENTRIES[name])(*[a.clone() for a in args])
+
+
+@pytest.mark.parametrize("name", ["STENCIL", "ROWOP", "GATHER"])
+def test_ranked_candidates_for_unfamiliar_kernels_verify_on_the_interpreter(tmp_path, load, name):
+    import torch
+
+    source = getattr(cs_samples, name)
+    proposer = ConfigSearchProposer()
+    cands = proposer.propose(_context(_task(tmp_path, name), source))
+    assert len(cands) >= 20, [c.description for c in cands]
+    assert len({c.hash for c in cands}) == len(cands)
+    assert all(c.origin == "config-search" and c.description.startswith("config ") for c in cands)
+    # several knobs move together: a joint search, not one knob at a time
+    assert any(c.description.count("->") >= 2 for c in cands)
+    expected = _run(load, name, source)
+    for cand in cands[:4] + cands[-2:]:
+        got = _run(load, name, cand.source)
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6, msg=cand.description)
+
+
+def test_rows_along_the_contiguous_axis_are_ranked_wide(tmp_path):
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "STENCIL"), cs_samples.STENCIL))
+    for c in cands[:5]:
+        assert "TILE_W 16 -> 8" not in c.description and "TILE_W 16 -> 4" not in c.description
+
+
+MATMUL_SPEC = ('entry = "matmul"\nseeds = 1\n[[case]]\nid = "c"\n'
+               'args = [{ tensor = [16, 16] }, { tensor = [16, 16] }]\n'
+               '[[case]]\nid = "p"\nrole = "performance"\n'
+               'args = [{ tensor = [4096, 4096] }, { tensor = [4096, 4096] }]\n')
+
+
+def _matmul():
+    from test_prune import MATMUL
+
+    return MATMUL
+
+
+def test_a_config_over_sm90_shared_memory_is_dropped_before_compiling():
+    source = _matmul()
+    space = dataclasses.replace(_space(source), warps=(4,), stages=(2, 4),
+                                blocks=(("BLOCK_M", (64,)), ("BLOCK_N", (64,)), ("BLOCK_K", (128,))))
+    ranked, dropped = rank_site(ast.parse(source), space, SM90, (4, 4))
+    assert [r.config.num_stages for r in ranked] == [2]
+    assert [d.config.num_stages for d in dropped] == [4] and dropped[0].resources == ("shared",)
+
+
+@pytest.mark.slow
+def test_the_sm90_compiler_agrees_with_the_drop(tmp_path):
+    """64x64 tiles with a K tile of 128, fp32: 4 stages need ~256 KiB of shared memory (over
+    sm_90's 227 KiB: Triton refuses to load it), 2 stages ~128 KiB. Compiled for sm_90 without a
+    GPU; the dropped config is the one the compiler reports over the limit."""
+    pytest.importorskip("triton.backends.nvidia")
+    from tritonforge.profile.static import compile_stats
+
+    path = tmp_path / "mm.py"
+    path.write_text(_matmul())
+    sig = {p: "*fp32" for p in ("a_ptr", "b_ptr", "c_ptr")}
+    sig.update({p: "i32" for p in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
+                                    "stride_bn", "stride_cm", "stride_cn")})
+    blocks = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}
+    over = compile_stats(str(path), "matmul_kernel", sig, blocks, num_warps=4, num_stages=4,
+                         isolate=True)
+    fits = compile_stats(str(path), "matmul_kernel", sig, blocks, num_warps=4, num_stages=2,
+                         isolate=True)
+    assert over.error is None and fits.error is None, (over.error, fits.error)
+    assert over.shared_bytes > SM90.shared_per_block >= fits.shared_bytes
+
+
+def test_no_proposed_matmul_config_is_over_the_device(tmp_path):
+    source = _matmul()
+    task = _task(tmp_path, "mm", source, MATMUL_SPEC)
+    proposer = ConfigSearchProposer()
+    cands = proposer.propose(_context(task, source, budget=32))
+    assert len(cands) == 32
+    assert proposer.dropped > 0          # the space holds configs over sm_90, none is proposed
+    for c in cands:
+        for check in check_source(c.source, SM90, (4, 4)):
+            assert check.fit is not Fit.OVER, c.description
+            assert not any(r == "shared" for r, _ in check.uncertain), c.description
+        assert "num_warps 4 -> 2" not in c.description     # tl.dot keeps a warpgroup
+
+
+def test_later_rounds_search_around_the_fastest_measured_config(tmp_path):
+    source = cs_samples.ROWOP
+    task = _task(tmp_path, "ROWOP")
+    proposer = ConfigSearchProposer()
+    first = proposer.propose(_context(task, source, budget=12))
+    winner = first[-1]
+    best = proposer.config_of(winner.hash)
+    history = [HistoryEntry(c.hash, c.origin, c.description, Status.OK,
+                            1.3 if c is winner else 0.9) for c in first]
+    second = proposer.propose(_context(task, source, round_=2, budget=12, history=history))
+    assert second
+    assert not {c.hash for c in second} & {c.hash for c in first}
+    keys = {proposer.config_of(c.hash).key for c in first}
+    assert not any(proposer.config_of(c.hash).key in keys for c in second)
+    near = [proposer.config_of(c.hash).distance(best) for c in second[:3]]
+    assert max(near) <= 1.5, (best, [c.description for c in second[:3]])
+
+
+def test_the_proposal_context_has_the_config_search_only_flag(tmp_path):
+    ctx = _context(_task(tmp_path, "ROWOP"), cs_samples.ROWOP)
+    assert ctx.config_search_only is False
+    only = dataclasses.replace(ctx, config_search_only=True)
+    assert ConfigSearchProposer().propose(only)     # the one round a near-roofline stop runs
+    from tritonforge.search.rules import RuleProposer
+
+    assert RuleProposer().propose(ctx) and RuleProposer().propose(only) == []
+
+
+@pytest.mark.slow
+def test_the_loop_runs_the_config_search_end_to_end_on_the_interpreter(tmp_path):
+    """One round through the real loop (worker process, verification against the original,
+    the interpreter's correctness-only acceptance) with the config search alone."""
+    from tritonforge.config import Settings
+    from tritonforge.runtime.service import Evaluator
+    from tritonforge.search.loop import Optimizer
+    from tritonforge.store import RunStore
+
+    task = _task(tmp_path, "ROWOP", spec=SPECS["ROWOP"].split("[[case]]\nid = \"p\"")[0])
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120, seeds=1)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            result = Optimizer(task, settings, [ev], [ConfigSearchProposer()], store,
+                               candidates_per_round=3).run()
+        finally:
+            ev.close()
+    assert result.best.hash != result.original.hash
+    assert result.final is not None and result.final.accepted
+    assert result.best.origin == "config-search" and "CHUNK=32" not in result.best.source
+
+
+def test_a_num_warps_the_wrapper_computes_is_searched_too(tmp_path, load):
+    import torch
+
+    src = cs_samples.ROWOP.replace("num_warps=2, num_stages=2", "num_warps=nw, num_stages=2") \
+        .replace("    rows, cols = x.shape\n", "    rows, cols = x.shape\n    nw = 4 if cols > 64 else 2\n")
+    assert "num_warps=nw" in src and "nw = 4" in src
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "ROWOP", src), src))
+    computed = [c for c in cands if "num_warps (computed) ->" in c.description]
+    assert computed and len(cands) >= 20
+    cand = computed[0]
+    assert "num_warps=nw" not in cand.source
+    expected = _run(load, "ROWOP", src)
+    torch.testing.assert_close(_run(load, "ROWOP", cand.source), expected)
+
+
+def test_an_autotuned_kernel_gets_ranked_configs_added_to_its_list(tmp_path, load, fake_bench):
+    """Each candidate is the kernel's @triton.autotune list plus one ranked config; under the
+    interpreter the last config tried wins (``fake_bench``), so the added one is what runs."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "transforms"))
+    import tf_samples
+
+    src = tf_samples.AUTOTUNED
+    spec = ('entry = "double"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [1000] }]\n'
+            '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [16777216] }]\n')
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "dbl", src, spec), src))
+    assert len(cands) >= 10
+    assert all("added to @triton.autotune" in c.description for c in cands)
+    top = cands[0]
+    assert top.source.count("triton.Config(") == 3
+    assert "'BLOCK': 32" in top.source and "'BLOCK': 64" in top.source    # the list is kept
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    before = len(fake_bench)
+    torch.testing.assert_close(load(top.source).double(x.clone()), 2 * x)
+    assert len(fake_bench) - before == 3          # the new config was measured beside the two
