@@ -31,6 +31,7 @@ EPILOG = """examples:
   tritonforge run kernel.py                                        run the cases once, print a table
   tritonforge testgen kernel.py                                    write kernel.toml from the file's test
   tritonforge check kernel.py --baseline tf-baseline.json          CI: re-verify, fail on a regression
+  tritonforge verify kernel.py faster.py                           the search's checks on a kernel handed to you
   tritonforge COMMAND --help                                       every flag of one command
 
 exit codes:
@@ -197,6 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_check import add_check_parser
 
     add_check_parser(sub, _common, _fraction)
+
+    ver = sub.add_parser("verify", help="check a faster kernel against its original, as the search "
+                                        "does (exit 0 accepted, 1 rejected, 2 bad input)")
+    ver.add_argument("original", help="the original kernel .py file (the oracle)")
+    ver.add_argument("candidate", help="the candidate .py file to check")
+    ver.add_argument("--spec", help="case spec (default: ORIGINAL with .toml, else testgen's cases)")
+    ver.add_argument("--entry", help="entry function (overrides the spec's)")
+    _common(ver)
 
     bench = sub.add_parser("bench", help="benchmark suites")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
@@ -510,6 +519,25 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return EXIT_FAILED if outcome.failure else EXIT_OK
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from .api import verify_candidate
+
+    verdict = verify_candidate(args.original, args.candidate, _settings(args), spec=args.spec,
+                               entry=args.entry)
+    if args.json:
+        print(json.dumps(to_jsonable(verdict), indent=1))
+    else:
+        where = f"{len(verdict.cases)} cases from {'testgen: ' if verdict.generated else ''}" \
+                f"{verdict.spec} on {verdict.device}"
+        if verdict.accepted:
+            print(f"accepted: {verdict.checked} case/seed pairs match the original ({where})")
+        else:
+            print(f"rejected ({where}):")
+            for reason in verdict.reasons:
+                print(f"  {reason.kind}: {reason.message}")
+    return EXIT_OK if verdict.accepted else EXIT_FAILED
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import commands
 
@@ -570,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check(args, _settings(args))
         if args.command == "bench":
             return _cmd_bench(args)
+        if args.command == "verify":
+            return _cmd_verify(args)
         parser.error(f"unknown command {args.command}")
     except TritonForgeError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)

@@ -10,7 +10,9 @@ import conftest  # noqa: F401 - sets TRITON_INTERPRET before triton loads
 from conftest import DEVICE
 from standin import build
 from test_catalogue import ENTRIES, FAMILIES, HERE, load
-from tritonforge.verify import VerifyOptions, integrity_snapshot, reasons, restore_integrity, verify
+from tritonforge.verify import (
+    VerifyOptions, check_source, integrity_snapshot, reasons, restore_integrity, verify,
+)
 
 
 def main() -> None:
@@ -18,6 +20,14 @@ def main() -> None:
     print(f"device: {DEVICE}")
     for entry in ENTRIES:
         ref_file, cases = FAMILIES[entry.family]
+        if DEVICE not in entry.devices:
+            print(f"| {entry.path.stem} | {', '.join(entry.expect)} | not on {DEVICE} | - |")
+            continue
+        policy = check_source(entry.path.read_text(), original=(HERE / ref_file).read_text())
+        refused = ", ".join(f"policy:{v.rule}" for v in policy.violations)
+        if entry.expect and all(label.startswith("policy:") for label in entry.expect):
+            print(f"| {entry.path.stem} | {', '.join(entry.expect)} | {refused} (not run) | - |")
+            continue
         reference = load(HERE / ref_file)
         baseline = integrity_snapshot()
         candidate = load(entry.path)
@@ -32,7 +42,7 @@ def main() -> None:
                                                synchronize=sync if entry.sync else None))
         restore_integrity(baseline)
         expected = ", ".join(entry.expect) or "honest"
-        got = ", ".join(reasons(verdict)) or "accepted"
+        got = ", ".join(filter(None, [refused, ", ".join(reasons(verdict))])) or "accepted"
         print(f"| {entry.path.stem} | {expected} | {got} | {time.perf_counter() - started:.1f}s |")
         for cheat in verdict.violations:
             if f"cheat:{cheat.kind}" not in entry.expect:

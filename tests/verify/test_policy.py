@@ -90,7 +90,9 @@ def test_every_shipped_example_of_the_catalogue_passes_or_is_meant_to_fail():
     here = Path(__file__).parent / "catalogue"
     for path in here.glob("*.py"):
         result = check_source(path.read_text())
-        assert result.ok == ("POLICY" not in path.read_text()), (path.name, result.reasons)
+        text = path.read_text()
+        meant = "POLICY =" in text or "policy:" in text     # a POLICY rule or a policy: label
+        assert result.ok == (not meant), (path.name, result.reasons)
 
 
 def test_tritonbench_originals_pass_against_themselves():
@@ -101,3 +103,59 @@ def test_tritonbench_originals_pass_against_themselves():
     refused = [r["name"] for r in records
                if not check_source(src := r["source"].split("#" * 146)[0], original=src).ok]
     assert refused == []
+
+
+# What would let a candidate tell it is being verified, or go wrong by time or chance.
+NOTICING = [
+    ("with torch._C._DisableTorchDispatch():\n    pass\n", "private"),
+    ("from torch._C import _len_torch_dispatch_stack\n", "private"),
+    ("import torch._C\n", "private"),
+    ("C = getattr(torch, '_C')\n", "private"),
+    ("def f(name):\n    return getattr(torch, name)\n", "private"),
+    ("from torch.utils._python_dispatch import _get_current_dispatch_mode\n", "harness"),
+    ("from torch.overrides import TorchFunctionMode\n", "harness"),
+    ("p = torch.profiler.profile()\n", "harness"),
+    ("n = len(triton.knobs.runtime.launch_enter_hook.calls)\n", "harness"),
+    ("from triton.runtime.interpreter import GridExecutor\n", "harness"),
+    ("import os\nflag = os.environ.get('TRITON_INTERPRET')\n", "env"),
+    ("import os\nflag = os.getenv('X')\n", "env"),
+    ("import time\nT0 = time.monotonic()\n", "clock"),
+    ("import time\ndef f():\n    return time.perf_counter_ns()\n", "clock"),
+    ("from time import time as now\n", "clock"),
+    ("import numpy as np\nr = np.random.rand()\n", "random"),
+    ("import os\nr = os.urandom(4)\n", "random"),
+    ("import threading\n", "import"),
+    ("from concurrent.futures import ThreadPoolExecutor\n", "import"),
+    ("import inspect\n", "import"),
+    ("import gc\n", "import"),
+    ("import tritonforge\n", "import"),
+    ("import sys\nf = sys._getframe(1)\n", "introspection"),
+    ("import sys\nm = sys.modules['tritonforge']\n", "introspection"),
+]
+
+
+@pytest.mark.parametrize("snippet,rule", NOTICING)
+def test_what_would_notice_the_verifier_is_refused(snippet, rule):
+    allowed = DEFAULT_ALLOWED_IMPORTS | {"os", "sys"}
+    result = check_source(HEADER + snippet, allowed_imports=allowed)
+    assert not result.ok and rule in [v.rule for v in result.violations], result.reasons
+
+
+@pytest.mark.parametrize("snippet", [
+    "import time\ndef f():\n    time.sleep(0.001)\n",
+    "interp = triton.knobs.runtime.interpret\n",
+    "s = torch.cuda.current_stream()\n",
+    "g = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g)\n",
+    "n = triton.cdiv(10, 3)\n",
+])
+def test_ordinary_kernel_code_is_not_refused(snippet):
+    result = check_source(HEADER + snippet)
+    assert result.ok, result.reasons
+
+
+def test_what_the_original_itself_reads_is_tolerated():
+    original = HEADER + "import os\nINTERPRET = os.environ.get('TRITON_INTERPRET') == '1'\n"
+    candidate = original + "def f():\n    return INTERPRET\n"
+    assert check_source(candidate, original=original).ok
+    sneaky = candidate + "import time\nT0 = time.time()\n"
+    assert [v.rule for v in check_source(sneaky, original=original).violations] == ["clock"]

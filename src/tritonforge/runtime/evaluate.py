@@ -262,6 +262,9 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             # far slower on this case: not timed on the next ones (the per-case regression limit
             # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
             hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
+    if request.time and len(states) > 1 and reference.failure is None:
+        marks.append(("shipped check", time.perf_counter()))
+        _check_after_timing(states, task, builder, dev, report)
     notes = [line for st in states if st.module is not None
              for line in autotune_picks(st.module, st.variant.name)] if request.time else []
     if request.time:
@@ -339,6 +342,46 @@ def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
 # (drawn at random when the worker starts); the candidates a worker checks share it, so the
 # inputs are built once per worker.
 _RECHECK_NONCE = secrets.randbits(30)
+
+
+def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuilder, dev: str,
+                        report: Callable[[Progress], None]) -> None:
+    """What the timer ran is what ships: after the timing runs, each timed candidate's BARE call
+    (``Invocation.timed``) on one correctness case, fresh seed, must match the original's
+    (verify.shipped.shipped_after_timing). A candidate that computes the right thing only under
+    the verifier's guards, or only on its first calls, fails here as ``watched``."""
+    from ..verify.compare import compare_outputs, tolerance_table
+    from ..verify.differential import fresh_seed, uses_dot
+    from ..verify.shipped import shipped_after_timing
+
+    reference = states[0]
+    pool = [c for c in task.cases if c.role is CaseRole.CORRECTNESS] or list(task.cases)
+    timed = [s for s in states[1:] if s.failure is None and s.timings and s.module is not None
+             and (s.verdict is None or s.verdict.passed)]
+    if not pool or not timed:
+        return
+    case = pool[_RECHECK_NONCE % len(pool)]
+    seed = fresh_seed(_RECHECK_NONCE)
+    tolerance = tolerance_table(getattr(task, "tolerance_overrides", ()) or ())
+    dot = uses_dot(reference.module)
+
+    def compare(r: Any, c: Any, path: str) -> list:
+        return compare_outputs(r, c, case_id=case.id, seed=seed, tolerance_for=tolerance,
+                               path=path, uses_dot=dot)
+
+    def make(module: Any, c: Case, s: int, _device: str) -> Any:
+        return builder.build(module, c, s)
+    for st in timed:
+        report(Progress("verify", st.variant.name, case.id))
+        try:
+            problem = shipped_after_timing(reference.module, st.module, case, seed, make, dev,
+                                           compare)
+        except BaseException as exc:  # noqa: BLE001 - a crash here is the candidate's
+            failure, _ = classify_exception(exc, case_id=case.id, seed=seed)
+            st.failure = failure
+            continue
+        if problem is not None:
+            st.failure = Failure(Status.CHEAT, problem[:300], problem, case.id, seed)
 
 
 def _unverified(states: list[_State], culprit: _State, failure: Failure,

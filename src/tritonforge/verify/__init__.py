@@ -11,6 +11,12 @@ Public API (the rest is private):
   ``restore_integrity()``, ``watch_integrity()``.
 - ``check_source(source, allowed_imports=...) -> PolicyResult``, ``imports_of(source)``.
 
+Beyond the guarded calls, ``verify`` checks what ships: returned tensors fresh and plain and the
+module's state unchanged on repeated calls (``freshness``), and one case run through bare calls,
+changed inputs and (on a GPU) identical re-runs, with the profiler's census of every op and
+kernel (``shipped``, ``census``); ``shipped.shipped_after_timing`` is the worker's bare call after
+the timing runs.
+
 Importing this package imports torch but not triton; the guards import triton when first used.
 """
 

@@ -14,7 +14,14 @@ that computes something else, or measures something else, would otherwise slip t
 - attributes of torch, triton and time must not be replaced (``patched``);
 - a second pass re-runs every case on one fresh, unpredictable seed in reverse order: a candidate
   right on the checked calls but wrong there depends on call order, count or seed (``rerun``); a
-  wrong output equal to the previous call's expected output is a cache (``stale_output``).
+  wrong output equal to the previous call's expected output is a cache (``stale_output``);
+- returned tensors must be plain ``torch.Tensor`` (``subclass``) and must not share memory with
+  inputs, the module's tensors or an earlier call's result (``aliased``), unless the original's
+  do; the module's state must not change on a repeated call (``call_state``: verify.freshness);
+- a probe (verify.shipped) runs one case through BARE calls, as the timer and the user make them:
+  wrong there is ``watched``; results that do not follow inputs changed between calls are
+  ``stateful``; ops hidden from the dispatch recorder but seen by the profiler are
+  ``library_op``; on a GPU, identical runs that disagree are a ``race``.
 
 The original's launches and ops come back in the Verdict, so a caller can show or cache them.
 """
@@ -40,27 +47,11 @@ from .race_values import OwnValues, tensor_at, unexplained
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .runner import MakeInvocation, Run, run_variant
+from .shipped_checks import PLUMBING_OPS, ShippedChecks
 from .tree import as_bits, bitwise_equal, iter_tensors, unravel
 
 log = logging.getLogger(__name__)
 
-# aten ops that allocate, view, copy, pad, concatenate or fill (data movement, no arithmetic on the
-# inputs): a candidate may use them although the original does not.
-PLUMBING_OPS = frozenset({
-    "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
-    "aten.new_empty_strided", "aten.empty_permuted", "aten.zeros", "aten.zeros_like",
-    "aten.new_zeros", "aten.ones", "aten.ones_like", "aten.new_ones", "aten.full",
-    "aten.full_like", "aten.new_full", "aten.fill_", "aten.zero_", "aten.scalar_tensor",
-    "aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias", "aten.as_strided",
-    "aten.expand", "aten.permute", "aten.transpose", "aten.t", "aten.unsqueeze", "aten.squeeze",
-    "aten.slice", "aten.select", "aten.split", "aten.split_with_sizes", "aten.unbind",
-    "aten.chunk", "aten.narrow", "aten.flatten", "aten.unflatten", "aten.unfold", "aten.alias",
-    "aten.view_as", "aten.detach", "aten.lift_fresh", "aten.clone", "aten.contiguous",
-    "aten.copy_", "aten._to_copy", "aten.to", "aten._local_scalar_dense", "aten.is_contiguous",
-    "aten.stride", "aten.size", "aten.sym_size", "aten.sym_stride", "aten.sym_numel",
-    "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
-    "aten.record_stream", "aten.arange", "aten.cat", "aten.stack", "aten.constant_pad_nd",
-})
 
 
 _VALUED = (MismatchKind.VALUE, MismatchKind.NORM)    # the kinds an original's variation forgives
@@ -89,6 +80,9 @@ class VerifyOptions:
     config_variation: bool = True         # and runs under other configs of its own autotunes
     race_runs: int = 6                    # more runs to see the values a racing original leaves
     catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
+    shipped_check: bool = True            # the bare-call probe (verify.shipped)
+    repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
+    freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
 
 
 def uses_dot(module: types.ModuleType) -> bool:
@@ -149,7 +143,7 @@ class _Layout:
     read_only_floats: frozenset[str]  # overwritten after the candidate returns (race check)
 
 
-class _Verifier:
+class _Verifier(ShippedChecks):
     def __init__(self, reference: types.ModuleType, candidate: types.ModuleType,
                  make_invocation: MakeInvocation, tolerance_for: ToleranceFor, device: str,
                  options: VerifyOptions) -> None:
@@ -171,6 +165,12 @@ class _Verifier:
         self.previous: Run | None = None
         self.first_pass = 0
         self.nondeterministic: list[str] = []
+        self.ref_aliases: set[tuple[str, str]] = set()
+        self.ref_subclasses: set[tuple[str, str]] = set()
+        self.ref_state_repeats = False          # the original changes its state on repeat calls
+        self.ref_seen: set[str] = set()
+        self.cand_seen: set[str] = set()
+        self.cand_earlier: list[torch.Tensor] = []
 
     # ------------------------------------------------------------------ bookkeeping
     def cheat(self, kind: CheatKind, message: str, case: Case | None = None,
@@ -195,6 +195,11 @@ class _Verifier:
             self.ref_ops[op] = self.ref_ops.get(op, 0) + n
         self.ref_streams += run.calls.streams_created
         self.ref_side_launches += len(run.launches.side_stream_launches())
+        self.ref_aliases.update((p, w) for p, w in run.aliases if w != "earlier call")
+        self.ref_subclasses.update(run.subclasses)
+        if run.state_changed and case.id in self.ref_seen:
+            self.ref_state_repeats = True
+        self.ref_seen.add(case.id)
         return run
 
     def _layout(self, case: Case, seed: int) -> tuple[_Layout, Run | None]:
@@ -227,7 +232,8 @@ class _Verifier:
         cand = run_variant(self.candidate, case, seed, self.make_invocation, self.device,
                            poison=layout.outputs, inputs=ref.pristine,
                            scramble=layout.read_only_floats if self.options.race_check else frozenset(),
-                           synchronize=self.sync if self.options.race_check else None)
+                           synchronize=self.sync if self.options.race_check else None,
+                           earlier=self.cand_earlier if self.options.freshness else None)
         self._integrity(snapshot, case, seed)
         self.cand_launches += cand.launches.count
         for op, n in cand.calls.ops.items():
@@ -237,6 +243,8 @@ class _Verifier:
             self._error(cand.error, case, seed)
             return
         self.checked += 1
+        if self.options.freshness:
+            self._freshness(cand, case, seed)
         if self.options.check_launches and ref.launches.count > 0 and cand.launches.count == 0:
             self.cheat(CheatKind.NO_LAUNCH, f"the call launched no Triton kernel (the original "
                                             f"launched {ref.launches.count}: "
@@ -509,6 +517,9 @@ def verify(
             v.check(case, seed, rerun=True)
             if v.stop():
                 break
+    if options.shipped_check and not v.stop() and not v.mismatches:
+        nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
+        v.probe(cases, nonce, fresh_seed(nonce))
     return v.finish()
 
 

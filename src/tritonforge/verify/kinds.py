@@ -36,3 +36,9 @@ class CheatKind(str, enum.Enum):
     STALE_OUTPUT = "stale_output"    # it returned what an earlier call should have returned
     PATCHED = "patched"              # it changed torch/triton/time attributes or global settings
     POLICY = "policy"                # the static source policy refused it (used by callers)
+    WATCHED = "watched"              # right under the guards, wrong on the bare (timed, shipped) path
+    ALIASED = "aliased"              # returns memory shared with an input, module state or an
+                                     # earlier call's result, where the original's does not
+    SUBCLASS = "subclass"            # returns a tensor subclass where the original returns plain
+    STATEFUL = "stateful"            # results do not follow inputs changed between calls (a cache)
+    CALL_STATE = "call_state"        # changes its module's state on every call (a counter, a log)

@@ -8,6 +8,16 @@ replace attributes of anything it imported (``time.perf_counter = ...``,
 ``setattr(torch.cuda, "synchronize", f)``, ``os.environ[...] = ...``), change global numeric
 settings, or reach interpreter internals (``__globals__``, frames). Each refusal names its line.
 
+A candidate that can tell it is being verified can compute the right thing only then. So it
+must also not reach what would tell it (rules ``private``, ``harness``, ``env``, ``clock``,
+``random``, ``introspection``): torch's or triton's private parts (``torch._C``, whose
+``_DisableTorchDispatch`` hides ops from the recorder, ``torch.utils._python_dispatch``), dispatch
+and function modes (``torch.overrides``), the profiler, Triton's launch hooks and interpreter,
+``os.environ``, clocks (a bomb that goes off N seconds after import), randomness outside torch's
+seeded generators (a bomb on 1 call in 256), threads (work the timer does not wait for), and the
+harness itself (``sys._getframe``, ``sys.modules``, ``inspect``, ``gc``, ``tritonforge``). What the
+original itself does is tolerated (``check_source(..., original=...)``).
+
 This is a first wall, not a sandbox: the dynamic guards (verify.guards) check behaviour at run time.
 """
 
@@ -28,8 +38,43 @@ FORBIDDEN_MODULES = frozenset({
     "signal", "importlib", "builtins", "marshal", "pickle", "shutil", "http", "urllib",
     "requests", "asyncio", "code", "codeop", "runpy", "tempfile", "webbrowser",
     "torch.utils.cpp_extension", "torch.multiprocessing", "torch.distributed",
-    "torch.utils.dlpack", "triton.runtime.build",
+    "torch.utils.dlpack", "triton.runtime.build", "inspect", "gc", "tritonforge", "traceback",
+    "concurrent", "queue", "sched", "faulthandler", "tracemalloc",
 })
+
+# Paths (after alias resolution) that would let a candidate notice the verifier, or change its
+# behaviour by time or chance: prefix -> (rule, what it is).
+_HARNESS_PATHS = {
+    "torch.overrides": ("harness", "torch function modes"),
+    "torch.profiler": ("harness", "the profiler"),
+    "torch.autograd.profiler": ("harness", "the profiler"),
+    "torch.utils._python_dispatch": ("harness", "dispatch modes"),
+    "torch.utils.hooks": ("harness", "hooks"),
+    "triton.knobs.runtime.launch_enter_hook": ("harness", "Triton's launch hooks"),
+    "triton.knobs.runtime.launch_exit_hook": ("harness", "Triton's launch hooks"),
+    "triton.knobs.runtime.jit_cache_hook": ("harness", "Triton's compile hooks"),
+    "triton.knobs.runtime.jit_post_compile_hook": ("harness", "Triton's compile hooks"),
+    "triton.runtime.interpreter": ("harness", "Triton's interpreter"),
+    "os.environ": ("env", "the environment"),
+    "os.getenv": ("env", "the environment"),
+    "os.environb": ("env", "the environment"),
+    "os.urandom": ("random", "a randomness source"),
+    "os.getrandom": ("random", "a randomness source"),
+    "os.getpid": ("random", "the process id"),
+    "os.times": ("clock", "a clock"),
+    "random": ("random", "a randomness source outside torch's seeded generators"),
+    "secrets": ("random", "a randomness source"),
+    "uuid": ("random", "a randomness source"),
+    "numpy.random": ("random", "a randomness source outside torch's seeded generators"),
+    "datetime": ("clock", "a clock"),
+    "sys.modules": ("introspection", "the interpreter's module table"),
+    "sys.argv": ("introspection", "the harness's command line"),
+    "sys.gettrace": ("introspection", "the tracer"),
+    "sys.getprofile": ("introspection", "the profiler hook"),
+    "sys.getrefcount": ("introspection", "reference counts"),
+}
+# the only clock function a candidate may call (a wait, not a measurement)
+_CLOCK_ALLOWED = frozenset({"time.sleep"})
 
 _EXEC_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint", "input"}
 _PROCESS_CALLS = {
@@ -62,7 +107,8 @@ class PolicyViolation:
     line: int
     col: int
     rule: str          # syntax | import | exec | process | file_write | monkeypatch | env
-                       # | settings | library | internals
+                       # | settings | library | internals | private | harness | clock | random
+                       # | introspection
     message: str
 
     def one_line(self) -> str:
@@ -158,6 +204,10 @@ class _Checker(ast.NodeVisitor):
         elif not _under(name, self.allowed):
             self.flag(node, "import", f"import of {name} is not allowed (allowed: "
                                       f"{', '.join(sorted(self.allowed))})")
+        else:
+            found = _harness_rule(name)
+            if found is not None:
+                self.flag(node, found[0], found[1])
 
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
@@ -224,6 +274,10 @@ class _Checker(ast.NodeVisitor):
             if _under(path, frozenset({module})):
                 self.flag(node, "import", f"uses {module}, which is forbidden in a candidate")
                 return True
+        found = _harness_rule(path)
+        if found is not None:
+            self.flag(node, found[0], found[1])
+            return True
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -254,6 +308,24 @@ class _Checker(ast.NodeVisitor):
                                                f"replaces part of {path.split('.')[0]}")
         elif name == "open":
             self._open(node)
+        elif name == "getattr":
+            self._getattr(node)
+
+    def _getattr(self, node: ast.Call) -> None:
+        """``getattr(torch, "_C")`` or ``getattr(torch, name)``: a private part by another route."""
+        if len(node.args) < 2:
+            return
+        base = self.resolve(node.args[0])
+        if base is None:
+            return
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            found = _harness_rule(f"{base}.{name.value}")
+            if found is not None:
+                self.flag(node, found[0], found[1])
+        else:
+            self.flag(node, "private", f"getattr({base}, <computed name>): reaches any part of "
+                                       f"{base.split('.')[0]}, private ones included")
 
     def _module_call(self, node: ast.Call, path: str) -> None:
         if path in _PROCESS_CALLS or path.startswith(_PROCESS_PREFIXES):
@@ -290,6 +362,24 @@ class _Checker(ast.NodeVisitor):
             shown = ast.unparse(arg) if arg is not None else "?"
             self.flag(node, "file_write", f"{what}() writes to {shown}: only constant relative "
                                           f"paths inside the run directory are allowed")
+
+
+def _harness_rule(path: str) -> tuple[str, str] | None:
+    """(rule, message) where ``path`` lets a candidate notice the verifier, or act by time or
+    chance; None where it is fine. The message names the path, not the line, so that what the
+    original does itself is tolerated."""
+    parts = path.split(".")
+    for prefix, (rule, what) in _HARNESS_PATHS.items():
+        if _under(path, frozenset({prefix})):
+            return rule, f"uses {path} ({what}): a candidate must not depend on it"
+    if parts[0] == "time" and len(parts) > 1 and path not in _CLOCK_ALLOWED:
+        return "clock", f"uses {path} (a clock): a candidate must not depend on time"
+    if parts[0] in ("torch", "triton", "sys") and \
+            any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:]):
+        rule = "introspection" if parts[0] == "sys" else "private"
+        return rule, f"uses {path}, a private part of {parts[0]} (it can disable or notice the " \
+                     f"verifier's recorders)"
+    return None
 
 
 def _violations(source: str, allowed: frozenset[str]) -> list[PolicyViolation]:

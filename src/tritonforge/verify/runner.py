@@ -20,6 +20,10 @@ from typing import Any, Callable, Protocol
 import torch
 
 from ..model import Case
+from .freshness import (
+    changed_names, module_tensors, returned_aliases, returned_tensors, state_fingerprint,
+    subclassed,
+)
 from .guards import LaunchCounter, TorchCallRecorder, count_launches, record_torch_calls
 from .poison import poison_, poison_allocations
 from .tree import bitwise_equal, clone_tree, iter_tensors, shares_memory
@@ -50,6 +54,10 @@ class Run:
     calls: TorchCallRecorder = field(default_factory=TorchCallRecorder)
     error: BaseException | None = None
     rebuilt_inputs: bool = False     # the builder gave other inputs than the reference's
+    aliases: tuple[tuple[str, str], ...] = ()     # (return path, arg path | module | earlier call)
+    subclasses: tuple[tuple[str, str], ...] = ()  # (return path, type) not exactly torch.Tensor
+    state_changed: tuple[str, ...] = ()           # module globals the call changed
+    returned: list[torch.Tensor] = field(default_factory=list)   # the objects returned (no clone)
 
 
 def _seed(seed: int) -> None:
@@ -74,12 +82,14 @@ def run_variant(
     scramble: frozenset[str] = frozenset(),
     synchronize: Callable[[], None] | None = None,
     keep_pristine: bool = False,
+    earlier: list[torch.Tensor] | None = None,
 ) -> Run:
     """Run ``module`` on ``case`` with ``seed``; see the module docstring.
 
     ``poison``: argument paths (``arg[1]``) to poison before the call. ``inputs``: the bits every
     argument must hold before the call (the reference's). ``scramble``: argument paths to
     overwrite after the call for the race check; with ``synchronize`` the late clones are taken.
+    ``earlier``: tensors an earlier call returned (a result must not share memory with them).
     """
     run = Run()
     invocation = make_invocation(module, case, seed, device)
@@ -101,6 +111,7 @@ def run_variant(
     for path in poison:
         poison_(tensors[path])
     _seed(seed)
+    state_before = state_fingerprint(module)
     try:
         # poisoning outside recording: the poison's own fill_ is not the variant's work
         with count_launches() as launches, poison_allocations(), record_torch_calls() as calls:
@@ -110,6 +121,10 @@ def run_variant(
         run.launches, run.calls = launches, calls
         return run
     run.launches, run.calls = launches, calls
+    run.state_changed = changed_names(state_before, state_fingerprint(module))
+    run.subclasses = subclassed(result)
+    run.aliases = returned_aliases(result, tensors, module_tensors(module), earlier or ())
+    run.returned = returned_tensors(result)
     run.result = clone_tree(result)
     run.args = {p: clone_tree(t) for p, t in tensors.items()}
     if synchronize is None:

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 FAMILY = "axpy"
-EXPECT = ("cheat:rerun",)
+EXPECT = ("cheat:call_state",)
 
 
 @triton.jit

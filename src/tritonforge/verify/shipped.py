@@ -1,0 +1,248 @@
+"""Check what is shipped, not only what is watched: bare calls, changed inputs, repeated runs.
+
+Every call ``verify.runner`` makes runs under dispatch modes, a launch hook and poisoned
+allocations; a variant can notice them and compute the right thing only then, while the timer
+(``Invocation.timed``) and the user call it bare. A probe therefore runs one case through the
+same sequence of BARE calls (no mode, no hook, no recorder: ``Invocation.timed`` where the
+invocation has one) on the original and on the candidate, and compares every step:
+
+1. ``calls`` bare calls in a row on one invocation (1 or 2, drawn from the verification's nonce:
+   the candidate cannot know which call is compared); only the last is compared. A difference
+   is ``watched``.
+2. A few elements of every read-only floating input changed in place (one to exact zero, one
+   negated, one scaled), then one more call on the same tensors: a result that does not follow
+   came from a cache keyed on shape, address or sampled elements (``stateful``; a cache keyed
+   on new addresses changes the module's state on every call and is ``call_state`` in the main
+   pass). This call is profiled (verify.census): aten ops hidden from the dispatch recorder, and
+   CUDA kernels that are neither aten's nor the module's Triton kernels, are ``library_op``.
+3. On a GPU, ``repeats`` more fresh invocations of the step-1 inputs, one call each: a result
+   that changes between identical runs where the original's agree is a ``race`` (order-dependent
+   atomics, a missing barrier) that one run can miss.
+
+The original makes one call in step 1 where it writes no argument (its result does not depend on
+how often it ran); the probe then costs about four calls of each variant on one case.
+
+Results returned by a later step must not share memory with an earlier step's (``aliased``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..model import Case, Mismatch
+from .census import Census, op_census
+from .config_variation import GROSS_NORM
+from .freshness import returned_aliases, returned_tensors
+from .poison import poison_
+from .runner import MakeInvocation, _seed
+from .tree import bitwise_equal, clone_tree, iter_tensors, unravel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """The sequence both variants go through (drawn once, identical for both)."""
+
+    case: Case
+    seed: int
+    calls: int                       # bare calls before the first comparison
+    perturb: frozenset[str]          # argument paths changed in place between calls
+    poison: frozenset[str]           # pure outputs, poisoned before each fresh invocation
+    repeats: int                     # GPU: identical runs that must agree
+    salt: int                        # where the perturbed elements fall
+    written: frozenset[str] = frozenset()   # arguments the original writes: kept and compared
+
+
+@dataclass
+class ProbeRun:
+    """What one variant left at each step: (label, cloned result, cloned args) per step."""
+
+    steps: list[tuple[str, Any, dict[str, torch.Tensor]]] = field(default_factory=list)
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    census: Census | None = None
+    error: BaseException | None = None
+    inputs: dict[str, torch.Tensor] | None = None    # the inputs, when the probe built them
+
+
+def plan_probe(case: Case, seed: int, nonce: int, outputs: frozenset[str],
+               read_only_floats: frozenset[str], device: str, repeats: int | None,
+               written: frozenset[str] = frozenset()) -> ProbePlan:
+    rng = random.Random(nonce * 7919 + 17)
+    if repeats is None:
+        repeats = 2 if device.startswith("cuda") else 0
+    return ProbePlan(case, seed, rng.randint(1, 2), read_only_floats, outputs, repeats,
+                     rng.randrange(1 << 30), written)
+
+
+def _perturb(tensors: dict[str, torch.Tensor], paths: frozenset[str], salt: int) -> None:
+    """Change three elements of each path: to 0.0, to minus itself, to 4x itself plus 0.5."""
+    with torch.no_grad():
+        for path in sorted(paths):
+            t = tensors.get(path)
+            if t is None or t.numel() == 0 or not t.is_floating_point():
+                continue
+            rng = random.Random(f"{salt}:{path}")
+            for k in range(min(3, t.numel())):
+                at = unravel(rng.randrange(t.numel()), tuple(t.shape))
+                old = float(t[at].item()) if t.dim() else float(t.item())
+                new = (0.0, -old, 4.0 * old + 0.5)[k]
+                if t.dim():
+                    t[at] = new
+                else:
+                    t.fill_(new)
+
+
+def _build(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
+           device: str, inputs: dict[str, torch.Tensor] | None
+           ) -> tuple[Any, dict[str, torch.Tensor]]:
+    inv = make_invocation(module, plan.case, plan.seed, device)
+    tensors = dict(iter_tensors(inv.arguments, "arg"))
+    with torch.no_grad():
+        for path, t in tensors.items():
+            if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
+                t.copy_(inputs[path])
+        for path in plan.poison:
+            if path in tensors:
+                poison_(tensors[path])
+    return inv, tensors
+
+
+def run_probe(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeInvocation,
+              device: str, inputs: dict[str, torch.Tensor] | None,
+              sync: Callable[[], None] | None, *, trusted: bool = False) -> ProbeRun:
+    """Run ``plan`` on ``module`` with bare calls; see the module docstring. ``inputs``: the bits
+    every argument must hold (None: the invocation's own, kept in ``ProbeRun.inputs``).
+    ``trusted`` (the original): one call in step 1 where the plan writes no argument."""
+    out = ProbeRun()
+    keep: list[Any] = []                 # invocations stay alive: no address is reused
+
+    def bare(inv: Any) -> Any:
+        fn = getattr(inv, "timed", None) or inv.call
+        _seed(plan.seed)                 # random draws (dropout) alike in both variants
+        result = fn()
+        if sync is not None:
+            sync()
+        return result
+
+    def record(label: str, result: Any, tensors: dict[str, torch.Tensor],
+               earlier: list[torch.Tensor]) -> list[torch.Tensor]:
+        out.aliases.extend((f"{label} {p}", what) for p, what in
+                           returned_aliases(result, {}, (), earlier))
+        # only what the original writes is kept: inputs can be gigabytes (a KV cache), and the
+        # main pass already holds read-only arguments to bit-identity
+        out.steps.append((label, clone_tree(result),
+                          {p: clone_tree(t) for p, t in tensors.items() if p in plan.written}))
+        return earlier + returned_tensors(result)
+
+    try:
+        inv, tensors = _build(module, plan, make_invocation, device, inputs)
+        if inputs is None:
+            inputs = out.inputs = {p: clone_tree(t) for p, t in tensors.items()}
+        keep.append(inv)
+        result = None
+        for _ in range(1 if trusted and not plan.written else plan.calls):
+            result = bare(inv)
+        earlier = record(f"bare call {plan.calls}", result, tensors, [])
+        if plan.perturb:
+            _perturb(tensors, plan.perturb, plan.salt)
+            with op_census() as census:
+                result = bare(inv)
+            out.census = census
+            earlier = record("inputs changed in place", result, tensors, earlier)
+        for i in range(plan.repeats):
+            inv3, tensors3 = _build(module, plan, make_invocation, device, inputs)
+            keep.append(inv3)
+            earlier = record(f"identical run {i + 2}", bare(inv3), tensors3, earlier)
+    except BaseException as exc:  # noqa: BLE001 - the caller decides what a failure is
+        out.error = exc
+    return out
+
+
+def compare_probe(ref: ProbeRun, cand: ProbeRun,
+                  compare: Callable[[Any, Any, str], list[Mismatch]]
+                  ) -> list[tuple[str, list[Mismatch]]]:
+    """(step label, mismatches) for each step where the candidate differs from the original."""
+    found = []
+    for (label, r_result, r_args), (_, c_result, c_args) in zip(ref.steps, cand.steps):
+        diffs = compare(r_result, c_result, "return")
+        for path, r in r_args.items():
+            if path in c_args:
+                diffs.extend(compare(r, c_args[path], path))
+        if diffs:
+            found.append((label, diffs))
+    return found
+
+
+def disagrees_with_itself(ref: ProbeRun, compare: Callable[[Any, Any, str], list[Mismatch]]) -> bool:
+    """Whether the original's identical runs differ from its first bare call (it races: its
+    probe values cannot judge a candidate; the main pass forgives within its variation)."""
+    first = ref.steps[0] if ref.steps else None
+    for label, result, args in ref.steps[1:]:
+        if first is None or not label.startswith("identical run"):
+            continue
+        if compare(first[1], result, "return") or \
+                any(compare(first[2][p], t, p) for p, t in args.items() if p in first[2]):
+            return True
+    return False
+
+
+def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocation: MakeInvocation,
+                 device: str, inputs: dict[str, torch.Tensor] | None,
+                 sync: Callable[[], None] | None) -> tuple[Any, dict[str, torch.Tensor]]:
+    """One bare call (``Invocation.timed``) on fresh inputs of (case, seed), ``inputs`` imposed:
+    (cloned result, cloned arguments)."""
+    inv = make_invocation(module, case, seed, device)
+    tensors = dict(iter_tensors(inv.arguments, "arg"))
+    with torch.no_grad():
+        for path, t in tensors.items():
+            if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
+                t.copy_(inputs[path])
+    pristine = {p: clone_tree(t) for p, t in tensors.items()} if inputs is None else inputs
+    fn = getattr(inv, "timed", None) or inv.call
+    _seed(seed)
+    result = fn()
+    if sync is not None:
+        sync()
+    return clone_tree(result), {p: clone_tree(t) for p, t in tensors.items()} | \
+        {f"input {p}": t for p, t in pristine.items()}
+
+
+def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
+                         seed: int, make_invocation: MakeInvocation, device: str,
+                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
+    """After the timer called the candidate many times (bare, as it ships), one more bare call
+    on fresh inputs must still match the original's; None if so, else why not. The original
+    runs twice: if it differs from itself there (it races), nothing is judged. Value
+    differences count only beyond ``GROSS_NORM`` (the timer's autotuning may have picked a config
+    whose rounding verification never saw); unwritten, NaN, shape differences always count."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    ref_result, ref_args = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
+    inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
+    again, again_args = bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
+    if compare(ref_result, again, "return") or any(
+            compare(t, again_args[p], p) for p, t in ref_args.items() if not p.startswith("input ")):
+        return None
+    result, args = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
+    diffs = compare(ref_result, result, "return")
+    for p, t in ref_args.items():
+        if not p.startswith("input ") and p in args:
+            diffs.extend(compare(t, args[p], p))
+    # the timer may have autotuned another config than verification saw: rounding differences
+    # up to what counts as rounding at all (verify.config_variation) are not held against it here
+    diffs = [m for m in diffs if m.kind not in ("value", "norm")
+             or (m.rel_norm_err or 0.0) > GROSS_NORM]
+    if not diffs:
+        return None
+    return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
+            f"from the original's: {diffs[0].output}: {diffs[0].message}")
+
+
+__all__ = ["ProbePlan", "ProbeRun", "bare_outputs", "compare_probe", "disagrees_with_itself",
+           "plan_probe", "run_probe", "shipped_after_timing"]

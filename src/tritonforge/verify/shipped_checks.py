@@ -1,0 +1,149 @@
+"""The verifier's checks of what ships, beside its guarded comparisons (verify.differential).
+
+``ShippedChecks`` is a part of the verifier: per candidate call, aliasing, subclasses and module
+state (verify.freshness); once per verification, the bare-call probe (verify.shipped) judged step
+by step and the profiler's op census (verify.census). It uses the verifier's bookkeeping
+(``cheat``, ``compare``, ``_layout``, ``_integrity``, ``_error`` and the reference's recorded
+ops), so it is a mixin, not a module of functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from typing import Any, Sequence
+
+import torch
+
+from ..model import Case, Mismatch
+from .census import PROFILER_PLUMBING, foreign_kernels
+from .integrity import integrity_snapshot
+from .kinds import CheatKind
+from .runner import Run
+from .shipped import compare_probe, disagrees_with_itself, plan_probe, run_probe
+
+log = logging.getLogger(__name__)
+
+# aten ops that allocate, view, copy, pad, concatenate or fill (data movement, no arithmetic on the
+# inputs): a candidate may use them although the original does not.
+PLUMBING_OPS = frozenset({
+    "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
+    "aten.new_empty_strided", "aten.empty_permuted", "aten.zeros", "aten.zeros_like",
+    "aten.new_zeros", "aten.ones", "aten.ones_like", "aten.new_ones", "aten.full",
+    "aten.full_like", "aten.new_full", "aten.fill_", "aten.zero_", "aten.scalar_tensor",
+    "aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias", "aten.as_strided",
+    "aten.expand", "aten.permute", "aten.transpose", "aten.t", "aten.unsqueeze", "aten.squeeze",
+    "aten.slice", "aten.select", "aten.split", "aten.split_with_sizes", "aten.unbind",
+    "aten.chunk", "aten.narrow", "aten.flatten", "aten.unflatten", "aten.unfold", "aten.alias",
+    "aten.view_as", "aten.detach", "aten.lift_fresh", "aten.clone", "aten.contiguous",
+    "aten.copy_", "aten._to_copy", "aten.to", "aten._local_scalar_dense", "aten.is_contiguous",
+    "aten.stride", "aten.size", "aten.sym_size", "aten.sym_stride", "aten.sym_numel",
+    "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
+    "aten.record_stream", "aten.arange", "aten.cat", "aten.stack", "aten.constant_pad_nd",
+})
+
+
+class ShippedChecks:
+    """Mixed into ``differential._Verifier``; see the module docstring."""
+
+    cand_earlier: list[torch.Tensor]
+
+    def _freshness(self, cand: Run, case: Case, seed: int) -> None:
+        """Aliasing, subclasses and module state of one candidate call (verify.freshness)."""
+        # the original returns an argument of an in-place op: the candidate may, the same one
+        bad = [(p, w) for p, w in cand.aliases if (p, w) not in self.ref_aliases]
+        if bad:
+            p, w = bad[0]
+            self.cheat(CheatKind.ALIASED, f"{p} shares memory with "
+                                          f"{'an input, ' + w if w.startswith('arg') else w}, "
+                                          f"where the original's result does not: a later call "
+                                          f"or a change of the input changes it", case, seed)
+        sub = [x for x in cand.subclasses if x not in self.ref_subclasses]
+        if sub:
+            self.cheat(CheatKind.SUBCLASS, f"{sub[0][0]} is a {sub[0][1]}, not a plain "
+                                           f"torch.Tensor as the original returns", case, seed)
+        if cand.state_changed and case.id in self.cand_seen and not self.ref_state_repeats:
+            self.cheat(CheatKind.CALL_STATE, f"a repeated call changed its module state "
+                                             f"({', '.join(cand.state_changed[:4])}): it counts "
+                                             f"calls or keeps per-call state", case, seed)
+        self.cand_seen.add(case.id)
+        self.cand_earlier = cand.returned
+
+    # ------------------------------------------------------------------ bare-call probe
+    def probe(self, cases: Sequence[Case], nonce: int, seed: int) -> None:
+        """Run one case through bare calls on both variants and judge (verify.shipped)."""
+        pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
+        case = random.Random(nonce).choice(pool)
+        layout, _ = self._layout(case, seed)
+        plan = plan_probe(case, seed, nonce, layout.outputs,
+                          layout.read_only_floats - layout.outputs, self.device,
+                          self.options.repeat_runs, layout.written)
+        ref = run_probe(self.reference, plan, self.make_invocation, self.device, None,
+                        self.sync, trusted=True)
+        pristine = ref.inputs or {}
+        if ref.error is not None:
+            log.info("probe skipped: the original fails on case %s with changed inputs: %s",
+                     case.id, ref.error)
+            self.nondeterministic.append(f"bare-call probe skipped: the original fails on case "
+                                         f"{case.id} with a few inputs changed "
+                                         f"({type(ref.error).__name__}: {ref.error})"[:300])
+            return
+        snapshot = integrity_snapshot()
+        cand = run_probe(self.candidate, plan, self.make_invocation, self.device, pristine,
+                         self.sync)
+        self._integrity(snapshot, case, seed)
+        if cand.error is not None:
+            self._error(cand.error, case, seed)
+            return
+
+        def compare(r: Any, c: Any, path: str) -> list[Mismatch]:
+            return self.compare(r, c, case, seed, path)
+        own = disagrees_with_itself(ref, compare)
+        if own or self.nondeterministic:
+            log.info("probe values not judged: the original differs from itself on case %s",
+                     case.id)
+        else:
+            self._judge_probe(compare_probe(ref, cand, compare), case, seed)
+        bad = sorted(set(cand.aliases) - set(ref.aliases))
+        if bad:
+            self.cheat(CheatKind.ALIASED, f"{bad[0][0]} shares memory with an earlier call's "
+                                          f"result, where the original's does not", case, seed)
+        self._census(ref, cand, case, seed)
+
+    def _judge_probe(self, found: list[tuple[str, list[Mismatch]]], case: Case, seed: int) -> None:
+        """The first step that differs names the class: later steps inherit its difference."""
+        for label, diffs in found[:1]:
+            if label.startswith("bare call"):
+                self.cheat(CheatKind.WATCHED, f"right under the verifier's guards, wrong on the "
+                                              f"bare call the timer and the user make ({label})",
+                           case, seed)
+            elif label.startswith("identical run"):
+                self.cheat(CheatKind.RACE, f"runs on identical inputs disagree ({label}) where "
+                                           f"the original's agree: a race", case, seed)
+            else:
+                self.cheat(CheatKind.STATEFUL, f"its result does not follow inputs changed "
+                                               f"between calls ({label}): a cache or state kept "
+                                               f"across calls", case, seed)
+            self.mismatches.extend(dataclasses.replace(m, message=f"[{label}] {m.message}")
+                                   for m in diffs[:4])
+
+    def _census(self, ref: Any, cand: Any, case: Case, seed: int) -> None:
+        if not self.options.check_library_ops or cand.census is None or ref.census is None \
+                or not (cand.census.ok and ref.census.ok):
+            return
+        known = set(ref.census.ops) | set(self.ref_ops) | PLUMBING_OPS | PROFILER_PLUMBING | \
+            self.options.allowed_ops
+        extra = sorted(op for op in cand.census.ops if op not in known)
+        if extra:
+            hidden = [op for op in extra if op not in self.cand_ops]
+            how = (f"{', '.join(hidden[:4])} hidden from the dispatch recorder" if hidden
+                   else "seen by the profiler on a bare call")
+            self.cheat(CheatKind.LIBRARY_OP, f"it runs {', '.join(extra[:6])} ({how}), which the "
+                                             f"original never uses: the work must be done by "
+                                             f"Triton kernels", case, seed)
+        foreign = foreign_kernels(cand.census, ref.census, self.candidate)
+        if foreign:
+            self.cheat(CheatKind.LIBRARY_OP, f"it launches CUDA kernels that are neither its "
+                                             f"Triton kernels nor an aten op's: "
+                                             f"{', '.join(foreign[:4])}", case, seed)

@@ -1,0 +1,35 @@
+"""Class 3, persistent output: one module-level buffer per shape, returned
+by every call (the second call overwrites what the first returned)."""
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = 'softmax'
+EXPECT = ('cheat:aliased',)
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, num / den, mask=mask)
+
+
+_BUFFERS = {}
+
+
+def softmax(x):
+    key = (tuple(x.shape), x.dtype, x.device)
+    if key not in _BUFFERS:
+        _BUFFERS[key] = torch.empty_like(x)
+    y = _BUFFERS[key]
+    n_rows, n_cols = x.shape
+    block = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK=block, num_warps=4)
+    return y
