@@ -10,7 +10,7 @@ import torch
 from tritonforge.model import Case, CaseRole, PerfScriptCall, SpecCall, Task, TensorSpec
 from tritonforge.model import TestSectionCall as SectionCall
 from tritonforge.runtime.inputs import make_tensor
-from tritonforge.search.loop import (
+from tritonforge.search.cases import (
     INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_SCRIPT_ELEMENTS, interpreter_cases,
 )
 from tritonforge.testgen.augment import driver_source
