@@ -108,8 +108,13 @@ class OptimizeSession:
         from .runtime.perf_inputs import remove_for
         from .search.loop import Optimizer
 
+        from .testgen.augment import with_generated_cases
+
         proposers: list = []
         try:
+            # odd sizes and value/layout variety: cases its own tests lack (Settings.generated_cases)
+            task = with_generated_cases(task, self.settings, self.work_dir / "generated",
+                                        self.evaluators[0], progress)
             proposers = build_proposers(self.settings, self.work_dir)
             optimizer = Optimizer(task, self.settings, self.evaluators, proposers, self.store,
                                   progress, make_final_evaluator=self.final_pool,

@@ -53,6 +53,11 @@ class Settings:
     search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
     # do_bench of this many ms (0: Triton's own 100 ms); the final check always uses Triton's own
     max_rounds: int = 8
+    generated_cases: str = "auto"     # testgen.augment: odd sizes, value and layout variety added
+                                      # to every task's correctness cases before the search: on,
+                                      # off, auto (on the GPU; on the interpreter every candidate
+                                      # runs them for minutes: on there only when asked)
+    generated_cases_budget_s: float = 300.0   # validating them on the original, per task
     patience: int = 2                 # rounds without gain before stopping
     min_speedup: float = 1.05
     max_case_regression: float = 0.05
@@ -307,6 +312,8 @@ def load_settings(
     if settings.search_autotune_rep_ms < 0:
         raise ConfigError(f"search_autotune_rep_ms must be 0 (Triton's own benchmark) or more, "
                           f"not {settings.search_autotune_rep_ms!r}")
+    if settings.generated_cases not in ("auto", "on", "off"):
+        raise ConfigError(f"generated_cases must be auto, on or off, not {settings.generated_cases!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):
         raise ConfigError(f"emit must be auto, fixed or autotune, not {settings.emit!r}")
     if settings.device not in ("auto", "cuda", "cpu"):

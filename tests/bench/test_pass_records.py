@@ -141,31 +141,6 @@ def test_tables_group_by_category_and_length_quartile():
     assert "| Q4 (70-80 lines) | 2 | 1 | 50.0% |" in md
 
 
-def test_runnable_txt_is_the_committed_baseline_sweeps_runnable_check(tmp_path):
-    """bench/results/runnable.txt (the pass's records) is derived from the sweep's store, not
-    chosen; skipped once that store is no longer in the tree."""
-    import gzip
-    import shutil
-    from pathlib import Path
-
-    from tritonforge.bench.baseline import BaselineRecord  # noqa: F401 - registers record types
-    from tritonforge.bench.latest import read_subset
-    from tritonforge.store import RunStore
-
-    root = Path(__file__).resolve().parents[2]
-    store = root / "bench/results/stores/baseline-h100-2026-11-24-s11f.sqlite.gz"
-    if not store.exists():
-        pytest.skip("the baseline store is no longer committed")
-    db = tmp_path / "store.sqlite"
-    with gzip.open(store) as src, open(db, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    with RunStore(db) as s:
-        runnable = sorted(k for k, r in s.records("baseline-run") if r.test_ok and r.perf_ok)
-    assert read_subset(root / "bench/results/runnable.txt") == runnable
-    subset = read_subset(root / "bench/results/subset-40.txt")
-    assert set(subset) <= set(runnable)
-
-
 def test_isolation_ratio_is_beside_over_the_mean_alone_and_drift_is_alone_again_over_alone():
     from tritonforge.bench.isolation import IsolationCase
 

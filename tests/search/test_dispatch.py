@@ -142,8 +142,8 @@ def _dispatch_through_the_loop(tmp_path, candidate: str, description: str, spy=N
         try:
             opt = Optimizer(task, settings, [ev], [], store)
             if spy is not None:
-                spy(opt)
-            decision, joined = opt._emit_dispatch(task, original, cand, vetoed_by, notes)
+                spy(opt.final_check)
+            decision, joined = opt.final_check._emit_dispatch(task, original, cand, vetoed_by, notes)
         finally:
             ev.close()
     return decision, joined, notes

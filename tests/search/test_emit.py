@@ -50,9 +50,9 @@ def test_auto_emit_turns_a_one_size_veto_into_an_autotune_with_the_original_conf
     autotune over it and the ORIGINAL config (each size then takes its faster one)."""
     from tritonforge.model import Decision
     from tritonforge.search.arbiter import ArbiterPolicy
-    from tritonforge.search.loop import Optimizer
+    from tritonforge.search.final_check import FinalCheck
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = FinalCheck.__new__(FinalCheck)
     opt.settings, opt.policy = Settings(), ArbiterPolicy()
     assert Settings().emit == "auto"
     vetoed = Decision("h", False, 1.25, 1.24, 1.1, 1.72, "case perf-00 is 72.3% slower")
@@ -73,9 +73,9 @@ def test_size_split_configs_become_an_autotune_with_the_chain_best_and_the_origi
     the final check judges like any output (fp4_to_bf16, H100: 1.16x overall, one size 28% slower)."""
     from tritonforge.model import Decision
     from tritonforge.search.arbiter import ArbiterPolicy
-    from tritonforge.search.loop import Optimizer
+    from tritonforge.search.final_check import FinalCheck
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = FinalCheck.__new__(FinalCheck)
     opt.settings, opt.policy, opt.interpreted, opt.store = Settings(), ArbiterPolicy(), False, None
     split_only = Decision("h", False, 1.16, 1.15, 1.05, 1.28, "case perf-01 is 28% slower")
     noise_and_slow = Decision("h", False, 1.02, 1.005, 1.0, 1.3, "case perf-01 is 30% slower")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Case, CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
 from tritonforge.search.arbiter import ArbiterPolicy
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.final_check import FinalCheck
 
 ORIGINAL = Candidate("x = 1\n", "original")
 BEST = Candidate("x = 2\n", "rules:t", description="faster")
@@ -57,7 +57,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
             b = VariantResult("best", "b", Status.OK, timings=_timed("b", ids, 1.0))
         return SimpleNamespace(result=lambda name: o if name == "original" else b)
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = FinalCheck.__new__(FinalCheck)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     opt.make_final_evaluator = None
     opt.settings = SimpleNamespace(timing_rep_ms=None)
@@ -70,7 +70,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
 
 
 def _final(opt):
-    import tritonforge.search.output as output
+    import tritonforge.search.final_check as output
     saved = output.final_check_plan
     output.final_check_plan = lambda settings: None
     try:
@@ -126,7 +126,7 @@ def test_a_passing_best_runs_no_twin():
 
 def test_narrowing_stops_after_its_limit():
     """A twin failing a new case each time does not narrow the check for ever."""
-    from tritonforge.search.output import MAX_FINAL_NARROWINGS
+    from tritonforge.search.final_check import MAX_FINAL_NARROWINGS
 
     opt, asked = _optimizer(best_fails=set(CASES), twin_fails=set(CASES))
     decision = _final(opt)
@@ -143,3 +143,13 @@ def test_every_case_the_original_fails_alone_is_found_before_the_next_final_chec
     assert [p for p, _ in asked] == ["final", "final-twin", "final-twin", "final-twin", "final"]
     assert asked[-1][1] == ("perf-02",)
     assert "without perf-00, perf-01" in decision.reason
+
+
+def test_out_of_time_the_check_is_not_narrowed_and_the_rejection_stands():
+    from tritonforge.search.budget import BudgetPolicy
+
+    opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails={"perf-01"})
+    opt.budget, opt.estimate_s, opt.checks = BudgetPolicy(120.0, lambda: 140.0), (lambda c: 30.0), 0
+    decision = _final(opt)
+    assert not decision.accepted and [p for p, _ in asked] == ["final"]
+    assert opt.final_dropped == set()

@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Failure, Status, VariantResult
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.stages import RoundStages
 
 ORIGINAL = Candidate("x = 1\n", "original")
 
@@ -23,7 +23,7 @@ def _optimizer(original_crashes_on: set[str]):
         return SimpleNamespace(result=lambda name: _result(Status.CRASH, bad) if bad
                                else _result(Status.OK))
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     return opt, asked
 
@@ -98,7 +98,7 @@ def test_a_case_where_the_original_does_not_reproduce_itself_is_unsafe():
         bad = next((c for c in case_ids if c in fails), None)
         return SimpleNamespace(result=lambda name: _mismatch(bad) if bad else _result(Status.OK))
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     ids = ("perf-02", "perf-03", "perf-05", "perf-06")
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-02", "perf-03"}
@@ -137,7 +137,7 @@ def test_the_twin_runs_the_candidates_sequence_first():
         return SimpleNamespace(result=lambda name: _mismatch("perf-03") if after_others
                                else _result(Status.OK))
 
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.timer = SimpleNamespace(evaluate=evaluate)
     ids = ("perf-00", "perf-03", "perf-04")
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ids) == {"perf-03"}
@@ -148,7 +148,7 @@ def test_a_passing_sequence_settles_every_suspect():
     cands = [Candidate("x = 1\n", "rules:t")]
     verified = {cands[0].hash: _mismatch("perf-04")}
     asked = []
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.timer = SimpleNamespace(evaluate=lambda task, variants, *, purpose, case_ids, **kw:
                                 asked.append(case_ids) or SimpleNamespace(result=lambda n: _result(Status.OK)))
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-04",)) == set()

@@ -1,11 +1,11 @@
-"""The loop's output stage (``Optimizer._output``): which final checks run, and when a size
+"""The final check (``FinalCheck._output``): which final checks run, and when a size
 dispatch or an autotune replaces a config the final check vetoed for one size."""
 
 from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Decision
 from tritonforge.search.arbiter import ArbiterPolicy
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.final_check import FinalCheck
 
 ORIGINAL = Candidate("x = 0\n", "original")
 A = Candidate("x = 1\n", "rules:t", description="A")
@@ -21,7 +21,7 @@ def _decision(c, accepted, speedup, worst=1.0):
 
 def _optimizer(finals, dispatch=None, emit="auto"):
     """``finals``: candidate -> its final check; ``dispatch``: the joined file's final check."""
-    opt = Optimizer.__new__(Optimizer)
+    opt = FinalCheck.__new__(FinalCheck)
     opt.settings = SimpleNamespace(emit=emit, min_speedup=1.05)
     opt.policy = ArbiterPolicy()
     opt.interpreted = False

@@ -5,14 +5,14 @@ from types import SimpleNamespace
 import tritonforge.profile.session as session
 from tritonforge.config import Settings
 from tritonforge.model import Bound, Candidate, Diagnosis, Profile, Task
-from tritonforge.search.loop import Optimizer
+from tritonforge.search.stages import RoundStages
 from tritonforge.store import RunStore
 
 ORIGINAL = Candidate("x = 1\n", "original")
 
 
 def _optimizer(tmp_path, store, interpreted=True):
-    opt = Optimizer.__new__(Optimizer)
+    opt = RoundStages.__new__(RoundStages)
     opt.task = Task("t", ORIGINAL.source, ("f",), (), "test")
     opt.settings = Settings(profile="auto", run_dir=str(tmp_path))
     opt.store = store

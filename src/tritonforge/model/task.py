@@ -29,7 +29,10 @@ class TensorSpec:
     caller passes in; the worker poisons it), values (the literal, flattened data in ``values``:
     index tensors whose structure matters, such as permutations or sorted offsets, kept as traced
     by testgen). ``layout`` "transposed" makes a non-contiguous view (the last two dimensions
-    swapped) so that stride handling is exercised.
+    swapped) so that stride handling is exercised; "strided" holds the same values as the
+    contiguous draw in every other element of a buffer twice as long in the last dimension (a
+    non-contiguous view of any rank). ``sparsity`` sets that fraction of the drawn elements to
+    exact zeros (drawn after the values, so the other elements are those of the dense draw).
     """
 
     shape: tuple[int, ...]
@@ -43,6 +46,7 @@ class TensorSpec:
     layout: str = "contiguous"
     requires_grad: bool = False
     values: tuple | None = None       # init "values": the data, flattened (added for testgen)
+    sparsity: float = 0.0             # fraction of elements set to exact zeros
 
     def describe(self) -> str:
         dims = "x".join(str(d) for d in self.shape) or "scalar"
@@ -74,6 +78,7 @@ class PerfScriptCall:
     script: str
     module_name: str
     index: int
+    elements: int | None = None       # tensor elements of the input (None: not known)
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ class Case:
     recipe: Recipe
     seeds: tuple[int, ...] = (0,)
     label: str = ""
+    generated: bool = False           # added by testgen from the task's own calls (testgen.augment):
+                                      # a correctness case every verification before acceptance runs
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,12 @@ class Task:
     @property
     def correctness_cases(self) -> tuple[Case, ...]:
         return self.cases_with_role(CaseRole.CORRECTNESS)
+
+    @property
+    def generated_cases(self) -> tuple[Case, ...]:
+        """Correctness cases testgen added from the task's own calls (odd sizes, value and
+        layout variety); a candidate is accepted only after it passes them too."""
+        return tuple(c for c in self.cases if c.generated)
 
     def case(self, case_id: str) -> Case:
         for c in self.cases:

@@ -4,6 +4,12 @@ TritonBench-G test sections (and many users' tests) create tensors with ``device
 ``.cuda()``. In a CPU worker (``TRITON_INTERPRET=1``) this shim redirects those to the CPU so the
 same code runs through Triton's interpreter. It is only ever installed in CPU workers; a GPU worker
 runs code untouched.
+
+Code that checks where its tensors live (``assert x.is_cuda``, ``x.device.type == "cuda"``) is
+told CUDA: ``Tensor.is_cuda`` reads True and ``Tensor.device`` reads ``cuda:0`` for a CPU tensor.
+A TritonBench-G wrapper that asserts ``x.is_cuda`` otherwise fails every case on the CPU, and
+its record could not be verified there at all. A device read this way and passed back to torch
+(``torch.empty(n, device=x.device)``, ``y.to(x.device)``) is redirected to the CPU like any other.
 """
 
 from __future__ import annotations
@@ -24,8 +30,19 @@ def _is_cuda(device: Any) -> bool:
     return isinstance(device, int) and not isinstance(device, bool)
 
 
+_IS_CUDA = torch._C.TensorBase.__dict__["is_cuda"]
+_DEVICE = torch._C.TensorBase.__dict__["device"]
+_CUDA0 = torch.device("cuda", 0)
+
+
 class _CudaToCpu(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        owner = getattr(func, "__self__", None)
+        if owner is _IS_CUDA:
+            return True
+        if owner is _DEVICE:
+            device = func(*args, **(kwargs or {}))
+            return _CUDA0 if device.type == "cpu" else device
         kwargs = dict(kwargs or {})
         if func in (torch.Tensor.cuda,):
             return args[0]
@@ -34,6 +51,19 @@ class _CudaToCpu(TorchFunctionMode):
         if func in (torch.Tensor.to,) and len(args) > 1 and _is_cuda(args[1]):
             args = (args[0], "cpu", *args[2:])
         return func(*args, **kwargs)
+
+
+class _NoDevice:
+    """``torch.cuda.device(...)`` as a context manager that selects nothing."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.idx = 0
+
+    def __enter__(self) -> "_NoDevice":
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
 
 
 _installed = False
@@ -49,6 +79,10 @@ def install() -> None:
     torch.cuda.synchronize = lambda *a, **k: None          # type: ignore[assignment]
     torch.cuda.is_available = lambda: False                # type: ignore[assignment]
     torch.cuda.empty_cache = lambda: None                  # type: ignore[assignment]
+    # code that reads ``x.device`` (cuda:0 here) often selects it: a no-op on the CPU
+    torch.cuda.device = _NoDevice                          # type: ignore[assignment,misc]
+    torch.cuda.set_device = lambda *a, **k: None           # type: ignore[assignment]
+    torch.cuda.current_device = lambda: 0                  # type: ignore[assignment]
     _autotune_on_cpu()
     _installed = True
 

@@ -168,6 +168,24 @@ class Evaluator:
             self.store.put_evaluation(key, purpose, evaluation)
         return evaluation
 
+    def compile_ahead(self, task: Task, variants: tuple[Variant, ...],
+                      case_ids: tuple[str, ...] | None = None) -> Evaluation | None:
+        """Compile, never launch, the kernels ``variants`` (the first the reference) need on
+        ``case_ids``, holding no GPU lock; nothing is verified, timed or stored. Triton's on-disk
+        cache, shared by every worker of the host, keeps them for the requests that follow: the
+        search compiles its likely first candidates on spare workers while the timing worker runs
+        the original's baseline and profile (``search.ahead``). Variants the static policy
+        refuses are never imported. None when no candidate is left to compile."""
+        rejected = self._policy_rejections(task, variants[1:])
+        kept = tuple(v for v in variants if v.name not in rejected)
+        if len(kept) < 2:
+            return None
+        request = EvaluateRequest(task, kept, case_ids, verify=False, time=False,
+                                  timing=timing_plan(self.settings), run_cases=True,
+                                  keep_going=True, compile_only=True)
+        trace_progress(request, "compile ahead (no GPU lock)")
+        return self.worker.evaluate(request)
+
     def _compile_first(self, request: EvaluateRequest, purpose: str) -> dict[str, Failure]:
         """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU
         lock, exclusive (timing) or shared (verification): its

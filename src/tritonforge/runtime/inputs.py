@@ -72,9 +72,21 @@ def make_tensor(spec: TensorSpec, generator: torch.Generator, device: str) -> to
         t = base.to(dtype)
     if spec.init == "empty" and is_float:
         t.fill_(float("nan"))   # an output buffer: poisoned, so unwritten elements show
+    sparsity = getattr(spec, "sparsity", 0.0)
+    if sparsity > 0 and t.numel():
+        # drawn after the values: the other elements are those of the dense draw
+        keep = torch.rand(t.shape, generator=generator) >= sparsity
+        t = t * keep.to(t.dtype) if t.dtype != torch.bool else t & keep
     t = t.to(device)
     if spec.layout == "transposed" and len(shape) >= 2:
         t = t.transpose(-1, -2)
+    elif spec.layout == "strided" and len(shape) >= 1:
+        # the same values in every other element of a buffer twice as long: a view whose last
+        # stride is 2 (any rank, 1-D included)
+        buf = torch.zeros(shape[:-1] + (2 * shape[-1],), dtype=t.dtype, device=t.device)
+        view = buf[..., ::2]
+        view.copy_(t)
+        t = view
     if spec.requires_grad and is_float:
         t.requires_grad_(True)
     return t

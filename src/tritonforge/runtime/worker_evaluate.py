@@ -115,7 +115,7 @@ def _timing_order(cases: list[Case], case_ids: tuple[str, ...] | None) -> list[C
     quickest came first: on the H100 (2026-11-25) a dequantize_rowwise config 4.4x faster on the
     long cases read 2.1x slower on a 4 us launch-bound case during a burst of host noise, was
     dropped there, and was never timed where it gains, so it could not reach the final check and
-    its size dispatch (``search.output``), which are what judge a size it loses on."""
+    its size dispatch (``search.final_check``), which are what judge a size it loses on."""
     perf = [c for c in cases if c.role is CaseRole.PERFORMANCE]
     if case_ids is None:
         return perf

@@ -1,7 +1,7 @@
 """Which cases a failed verification blames, and which the original itself fails on.
 
 Shared by the rounds (``search.loop``: a case the original cannot run as its own candidate is
-dropped from the search) and the final check (``search.output``: the same, in a fresh process,
+dropped from the search) and the final check (``search.final_check``: the same, in a fresh process,
 before a candidate is rejected for a case that cannot judge it).
 """
 

@@ -2,7 +2,7 @@
 
 The search's budget used to buy rounds only: the final check (a new worker, every case verified,
 every performance case timed for the original and the best) ran after it, unbudgeted. On the H100
-(2026-11-25, one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
+(one shard) a record the budget stopped ended at about its 120 s budget plus a 28-71 s
 final check, so a whole run's median wall could not come under its per-kernel budget. The loop now
 starts a round only if that round and this estimate both fit (``search.loop``).
 
@@ -15,21 +15,27 @@ The estimate has two parts:
   timing requests cost against the same model (L2 flushes, host work and launches are not in the
   model; the ratio carries them).
 
-A final check that takes longer than estimated (a second one for a size dispatch, an autotuned
-best tuning with Triton's own benchmark) still runs: the budget stops search, never a check.
+``BudgetPolicy`` is the one place that decides what the time left buys: whether a round starts,
+whether the first final check must run on a shorter timing plan to end under the record's cap
+(``overrun`` times the budget, final check included), and whether a second final check (a fallback
+along the chain, a runner-up, a size dispatch's probes and check, an autotune output) still fits;
+when it does not, the best result already verified stands. On the H100 (24 TritonBench-G records,
+--per-kernel 120) 6 walls ran over 1.5x the budget, up to 420 s: an autotuned int8 matmul whose
+final check alone took 207 s, its first-run autotune never estimated.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Mapping
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Mapping
 
 from ..runtime.timing import TimingPlan
 
 FINAL_FIXED_S = 20.0
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 # before any timing was measured (round 1 verified nothing): the middle of the ratios 11 records
-# showed on the H100 (2026-11-25), 2.7-12
+# showed on the H100, 2.7-12 (reckoned offline from their phase times)
 DEFAULT_RATIO = 5.0
 
 
@@ -79,3 +85,111 @@ class FinalCheckEstimate:
     def seconds(self, perf_ids: Iterable[str]) -> float:
         """The final check's expected seconds over the performance cases ``perf_ids``."""
         return FINAL_FIXED_S + self.ratio * self._model_s(perf_ids, 2, self.final_plan)
+
+
+# Triton's own autotune benchmark (do_bench: 25 ms warm-up, 100 ms of repetitions) per config per
+# distinct key, in the final check's fresh process
+AUTOTUNE_CONFIG_S = 0.125
+_CONFIG = re.compile(r"triton\.Config\s*\(")
+
+
+def autotune_first_run_s(source: str, perf_cases: int) -> float:
+    """Seconds a fresh process spends tuning ``source``'s ``@triton.autotune`` configs on its
+    first runs: every config benchmarked once per performance case (each case taken as its own
+    key, the worst case). 0 for a file without autotune."""
+    configs = len(_CONFIG.findall(source)) if "autotune" in source else 0
+    return configs * perf_cases * AUTOTUNE_CONFIG_S
+
+
+MIN_PLAN_FRACTION = 0.25     # the final check's timing is never cut below a quarter of its plan
+
+
+@dataclass(frozen=True)
+class Go:
+    """A policy decision: ``go`` or not, and why not (a note for the record)."""
+    go: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.go
+
+
+class BudgetPolicy:
+    """The record's time budget: the stop rule of the rounds and the bound of the final check.
+
+    ``elapsed()`` is the record's busy seconds so far (wall less time queued for a GPU shared with
+    other processes: the budget buys work, not waiting); ``budget_s`` None means no budget (every
+    decision says go). The cap is ``overrun`` times the budget: rounds aim to end with the final
+    check inside the budget, the checks after the first stop at the cap."""
+
+    def __init__(self, budget_s: float | None, elapsed: Callable[[], float],
+                 overrun: float = 1.25):
+        self.budget_s, self.elapsed, self.overrun = budget_s, elapsed, overrun
+
+    @property
+    def cap_s(self) -> float | None:
+        return None if self.budget_s is None else self.overrun * self.budget_s
+
+    def left_s(self) -> float:
+        """Seconds left before the cap (infinite without a budget)."""
+        return float("inf") if self.cap_s is None else self.cap_s - self.elapsed()
+
+    def start_round(self, round_: int, last_round_s: float, final_s: float) -> Go:
+        """Whether round ``round_`` starts. A round that would likely end past the budget is not
+        started (one round of attention_forward_triton took 180 s), nor one after which the
+        final check (``final_s``) would. The first round runs unless the fixed cost (baseline,
+        profile) already took the whole budget: without a round that cost buys nothing."""
+        if self.budget_s is None:
+            return Go(True)
+        elapsed = self.elapsed()
+        if round_ <= 1:
+            if elapsed > self.budget_s:
+                return Go(False, f"no round started: {elapsed:.0f} s spent before the first, "
+                                 f"past the {self.budget_s:.0f} s budget")
+            return Go(True)
+        if elapsed + last_round_s + final_s > self.budget_s:
+            return Go(False, f"round {round_} not started: {elapsed:.0f} s spent, the last round "
+                             f"took {last_round_s:.0f} s and the final check needs about "
+                             f"{final_s:.0f} s, past the {self.budget_s:.0f} s budget")
+        return Go(True)
+
+    def room_for(self, final_s: float) -> bool:
+        """Whether more work may start now and still leave the final check (``final_s``) room
+        before the cap: a round stops sending verification requests once it does not."""
+        return final_s <= self.left_s()
+
+    def profile_timeout_s(self, most_s: float = 120.0, least_s: float = 30.0) -> float:
+        """How long Nsight Compute may take: ``most_s``, but no more than a quarter of the budget
+        (never under ``least_s``: on the H100 a profile took about 22 s)."""
+        if self.budget_s is None:
+            return most_s
+        return max(least_s, min(most_s, 0.25 * self.budget_s))
+
+    def another_check(self, check_s: float) -> Go:
+        """Whether a final check after the first (``check_s`` expected) still ends by the cap."""
+        left = self.left_s()
+        if check_s <= left:
+            return Go(True)
+        return Go(False, f"about {check_s:.0f} s needed, {max(left, 0):.0f} s left before the "
+                         f"{self.cap_s:.0f} s cap: the best result already checked stands")
+
+    def probe_budget_s(self, most_s: float, check_s: float) -> float:
+        """Seconds a size dispatch's probes may take: ``most_s`` at most, and no more than what
+        leaves its final check (``check_s``) room before the cap (0: skip the probes)."""
+        return max(0.0, min(most_s, self.left_s() - check_s))
+
+    def fit_plan(self, plan: TimingPlan, fixed_s: float, check_s: float) -> TimingPlan:
+        """``plan`` (the final check's), shortened so that a check expected to take ``check_s``
+        (``fixed_s`` of it not timing) ends by the cap: fewer rounds past the minimum and a
+        smaller per-case budget, never under ``MIN_PLAN_FRACTION`` of them. Every case is still
+        verified and timed; only the samples per case are fewer."""
+        left = self.left_s()
+        timing_s = check_s - fixed_s
+        if left >= check_s or timing_s <= 0:
+            return plan
+        fraction = max(MIN_PLAN_FRACTION, (left - fixed_s) / timing_s)
+        if fraction >= 1.0:
+            return plan
+        rounds = max(plan.min_rounds, int(plan.rounds * fraction))
+        case_ms = None if plan.case_budget_ms is None else plan.case_budget_ms * fraction
+        return replace(plan, rounds=rounds, case_budget_ms=case_ms)

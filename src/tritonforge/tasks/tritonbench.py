@@ -120,29 +120,51 @@ META_PERF_END = r"""    except BaseException:
         results[name] = None
 print(json.dumps(results))
 """
-_COUNT_SCRIPT = META_PERF_PRELUDE + "        results[name] = len(inst.input_tensors)\n" + META_PERF_END
+# per input: the elements of every tensor in it (nested tuples, lists and dicts walked)
+_ELEMENTS_SCRIPT = META_PERF_PRELUDE + r"""        def numel(v):
+            if isinstance(v, torch.Tensor):
+                return v.numel()
+            if isinstance(v, (list, tuple)):
+                return sum(numel(x) for x in v)
+            if isinstance(v, dict):
+                return sum(numel(x) for x in v.values())
+            return 0
+        results[name] = [numel(x) for x in inst.input_tensors]
+""" + META_PERF_END
+
+
+def perf_input_elements(records: list[Record], timeout_s: float = 300.0) -> dict[str, tuple[int, ...] | None]:
+    """Tensor elements of each input each record's performance script builds (None: could not
+    tell), found on the meta device: the CPU interpreter runs only the small ones."""
+    payload = json.dumps({r.name: r.perf_source for r in records})
+    try:
+        proc = subprocess.run([sys.executable, "-c", _ELEMENTS_SCRIPT], input=payload, text=True,
+                              capture_output=True, timeout=timeout_s)
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        found = {}
+    return {r.name: tuple(found[r.name]) if found.get(r.name) is not None else None for r in records}
 
 
 def count_perf_inputs(records: list[Record], timeout_s: float = 300.0) -> dict[str, int | None]:
     """How many inputs each record's performance script builds (None: could not tell)."""
-    payload = json.dumps({r.name: r.perf_source for r in records})
-    try:
-        proc = subprocess.run([sys.executable, "-c", _COUNT_SCRIPT], input=payload, text=True,
-                              capture_output=True, timeout=timeout_s)
-        counts = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
-        counts = {}
-    return {r.name: counts.get(r.name) for r in records}
+    return {name: None if sizes is None else len(sizes)
+            for name, sizes in perf_input_elements(records, timeout_s).items()}
 
 
 def task_from_record(record: Record, harness: str, perf_count: int | None = None,
-                     seeds: int = 3) -> Task:
+                     seeds: int = 3, perf_elements: tuple[int, ...] | None = None) -> Task:
+    """The record's task; ``perf_elements`` (``perf_input_elements``) gives the number of
+    performance inputs and the size of each (which ones the CPU interpreter can run)."""
     module, tests = split_source(record.source)
+    if perf_elements is not None:
+        perf_count = len(perf_elements)
     n = perf_count if perf_count is not None else record.golden_sizes
     cases = [Case("test", CaseRole.CORRECTNESS, TestSectionCall(tests), tuple(range(seeds)),
                   "the record's test section")] if tests.strip() else []
     cases += [Case(f"perf-{i:02d}", CaseRole.PERFORMANCE,
-                   PerfScriptCall(record.perf_source, record.name, i), (0,),
+                   PerfScriptCall(record.perf_source, record.name, i,
+                                  perf_elements[i] if perf_elements is not None else None), (0,),
                    f"performance input {i}") for i in range(n)]
     notes = () if perf_count is not None else ("performance-input count taken from golden",)
     return Task(name=record.name, source=module, entries=entries_of(record), cases=tuple(cases),
@@ -164,5 +186,5 @@ def load_tasks(names: list[str] | None = None, data_dir: str | Path | None = Non
     else:
         chosen = list(records.values())
     harness = load_harness(data_dir)
-    counts = count_perf_inputs(chosen)
-    return [task_from_record(r, harness, counts.get(r.name)) for r in chosen]
+    sizes = perf_input_elements(chosen)
+    return [task_from_record(r, harness, perf_elements=sizes.get(r.name)) for r in chosen]

@@ -14,13 +14,17 @@ What it does (``generate.generate``; ``api.generate_cases`` wraps it):
 3. ``values``: learns how to re-draw each tensor (ranges that keep logs of positives positive,
    indices in range, offsets sorted, outputs zeroed or poisoned as traced);
 4. ``cases`` and ``perf``: the traced calls re-drawn, odd shapes (not a power of two, a partial
-   last block, one), and performance sizes scaled until a call moves 64 MB (GPU: or runs 50 us
-   above the overhead floor), with the reason for every size in the spec's comments;
+   last block, one), one case per value and layout variety at sizes that divide no block (large
+   and tiny magnitudes, half exact zeros, non-contiguous views: ``cases.VARIETIES``), a large
+   odd case, and performance sizes scaled until a call moves 64 MB (GPU: or runs 50 us above
+   the overhead floor), with the reason for every size in the spec's comments;
 5. ``validate``: the original runs every case in the worker; a case it fails on, or on which two
-   of its own runs disagree, is dropped with a note;
+   of its own runs disagree, or a view it computes differently from contiguous copies of the
+   same values (it ignores strides), is dropped with a note;
 6. ``render``: the spec file (``tasks.spec`` format) and a summary.
 
-``tritonbench`` runs it on TritonBench-G records with their performance scripts hidden.
+``tritonbench`` runs it on TritonBench-G records with their performance scripts hidden;
+``augment`` adds a handful of such cases to any task (a spec's, a record's) before a search.
 """
 
 from .model import (

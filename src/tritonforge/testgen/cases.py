@@ -69,8 +69,10 @@ def index_ties(template: Template) -> dict[tuple, str]:
 
 
 def materialize(template: Template, call: TracedCall, values: dict[str, int],
-                params: tuple[Parameter, ...], *, entry: str | None = None) -> Built:
-    """A spec call for ``call`` with its base symbols set to ``values`` (others as traced)."""
+                params: tuple[Parameter, ...], *, entry: str | None = None,
+                variety: str | None = None) -> Built:
+    """A spec call for ``call`` with its base symbols set to ``values`` (others as traced);
+    ``variety`` (a key of ``VARIETIES``) re-draws its tensors that way."""
     ties = index_ties(template)
     notes: list[str] = []
     kept: list[str] = []
@@ -96,6 +98,8 @@ def materialize(template: Template, call: TracedCall, values: dict[str, int],
                 except ValueError as exc:
                     raise Unrepresentable(f"{template.leaf_name(path)}: {exc}") from None
                 learned = replace(learned, note=note + (f" (total follows {sym})" if sym else ""))
+            if variety is not None and not learned.keeps_values:
+                spec = vary(spec, variety, written=node.written)
             if learned.keeps_values:
                 kept.append(template.leaf_name(path))
             if learned.note:
@@ -145,6 +149,38 @@ def materialize(template: Template, call: TracedCall, values: dict[str, int],
             total += _numel(shape) * ITEMSIZE.get(node.dtype, 4)
     spec = SpecCall(entry or call.function, tuple(args), tuple(sorted(kwargs)))
     return Built(spec, total, tuple(notes), tuple(kept))
+
+
+# ----------------------------------------------------------------------------- value and layout variety
+
+# What each variety case checks, in its note. A traced test draws randn of unit scale: a kernel
+# that overflows without a max-subtraction, loses small values to an epsilon, skips exact zeros
+# or ignores strides passes it, and every re-draw of it.
+VARIETIES = {
+    "large": "large magnitudes (x1e3; float16 x32): overflow without rescaling (softmax's max)",
+    "tiny": "tiny magnitudes (x1e-3): values an epsilon or a flush-to-zero would swallow",
+    "sparse": "half the elements exact zeros: code that skips or divides by zeros",
+    "strided": "inputs as non-contiguous views (last stride 2): kernels that ignore strides",
+}
+_LARGE = {"float16": 32.0}
+_TINY = 1e-3
+
+
+def vary(spec: TensorSpec, variety: str, *, written: bool = False) -> TensorSpec:
+    """``spec`` re-drawn for ``variety``: value varieties scale or thin float data drawn at
+    random (never output buffers, constants or integers); ``strided`` makes every input the
+    call does not write a non-contiguous view with the same values."""
+    drawn = spec.init in ("randn", "rand") and spec.dtype not in INT_DTYPES | {"bool"}
+    if variety in ("large", "tiny") and drawn:
+        k = _LARGE.get(spec.dtype, 1e3) if variety == "large" else _TINY
+        if spec.init == "randn":
+            return replace(spec, scale=spec.scale * k, offset=spec.offset * k)
+        return replace(spec, low=(spec.low or 0.0) * k, high=(1.0 if spec.high is None else spec.high) * k)
+    if variety == "sparse" and drawn:
+        return replace(spec, sparsity=0.5)
+    if variety == "strided" and not written and spec.shape and spec.init != "empty":
+        return replace(spec, layout="strided")
+    return spec
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -20,13 +20,15 @@ from ..config import Settings
 from ..model import CaseRole, Task
 from ..runtime.evaluator import Evaluator
 from ..runtime.hardware import resolve_device
-from .cases import Built, Unrepresentable, call_bytes, make_case, materialize, odd_values, shrink_hazard
+from .cases import (
+    VARIETIES, Built, Unrepresentable, call_bytes, make_case, materialize, odd_values, shrink_hazard,
+)
 from .dims import Template, build_templates, leaves, pin, symbol_values
 from .model import Dropped, GeneratedCase, Symbol, TestgenResult, Trace, TracedCall, TracedTensor
 from .perf import choose_perf_cases
 from .render import spec_text
 from .trace import failure_kind, top_level_imports, trace_source
-from .validate import check_stable, run_original
+from .validate import check_layout, check_stable, run_original
 from .values import learn
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,9 @@ class TestgenOptions:
     max_odd: int = 10                        # odd-shape cases per template ...
     max_traced_total: int = 24               # ... and over all templates (many dtypes or flags)
     max_odd_total: int = 40
+    variety: tuple[str, ...] = tuple(VARIETIES)   # value/layout variety cases per template
+    big_bytes: int = 16 * MB                 # a case at 4x (else 2x) the sizes, if it moves no more
+    probe_tied: bool = False                 # try sizes equal to a constexpr at an odd value too
     validate: bool = True
     stability: bool = True                   # verify the original against itself
     stability_max_s: float = 3.0             # CPU: skip it for cases whose one call takes longer
@@ -164,9 +169,11 @@ class _Builder:
         self.notes: list[str] = []
 
     def add(self, case_id: str, role: CaseRole, template: Template, call: TracedCall,
-            values: dict[str, int], origin: str, note: str) -> GeneratedCase | None:
+            values: dict[str, int], origin: str, note: str, variety: str | None = None
+            ) -> GeneratedCase | None:
         try:
-            built: Built = materialize(template, call, values, self.trace.signature(template.function))
+            built: Built = materialize(template, call, values, self.trace.signature(template.function),
+                                       variety=variety)
         except Unrepresentable as exc:
             self.notes.append(f"{case_id}: skipped, {exc} (a spec cannot express it)")
             return None
@@ -214,11 +221,47 @@ def _correctness(b: _Builder, template: Template, prefix: str, options: TestgenO
             if b.add(f"{prefix}odd-{sym.name}-{tag}", CaseRole.CORRECTNESS, template, rep,
                      {sym.name: new}, "odd", f"odd shape: {sym.name} {value} -> {new} ({tag})"):
                 count += 1
+    if options.probe_tied and free and free[0].kind != "tied":
+        # a size equal to a constexpr in one traced call may be a coincidence of round numbers
+        # (K = 64 beside BLOCK_M = 64): tried once at a value that divides no block; the
+        # original decides (a head dimension it requires is refused, and the case dropped)
+        for sym in template.symbols:
+            value = rep_values.get(sym.name, 0)
+            if sym.kind == "tied" and value >= 2 and not shrink_hazard(template, rep, sym.name, value):
+                new = odd_values(value)[0][1]
+                b.add(f"{prefix}odd-{sym.name}-np2", CaseRole.CORRECTNESS, template, rep,
+                      {sym.name: new}, "odd", f"odd shape: {sym.name} {value} -> {new} (equals a "
+                      "constexpr in the traced call; tried at a size that divides no block)")
     growable = [s for s in free if rep_values.get(s.name, 0) >= 2]
     if len(growable) >= 2 and count < options.max_odd:
         values = {s.name: odd_values(rep_values[s.name])[0][1] for s in growable}
         b.add(f"{prefix}odd-all", CaseRole.CORRECTNESS, template, rep, values, "odd",
               "odd shape: " + ", ".join(f"{k} -> {v}" for k, v in values.items()))
+    _variety(b, template, prefix, rep, growable, options)
+
+
+def _variety(b: _Builder, template: Template, prefix: str, rep: TracedCall, growable: list[Symbol],
+             options: TestgenOptions) -> None:
+    """One case per variety (``cases.VARIETIES``), at odd sizes: every size that may change
+    grows to a value that is no power of two (a partial last block along every dimension a
+    kernel tiles), so that tails and unusual values are checked together, in a handful of cases."""
+    rep_values = symbol_values(template, rep)
+    values = {s.name: odd_values(rep_values[s.name])[0][1] for s in growable}
+    sizes = ", ".join(f"{k} -> {v}" for k, v in values.items()) or "traced sizes"
+    for variety in options.variety:
+        b.add(f"{prefix}var-{variety}", CaseRole.CORRECTNESS, template, rep, values,
+              "layout" if variety == "strided" else "values",
+              f"{VARIETIES[variety]}; {sizes}", variety=variety)
+    if options.big_bytes and growable:
+        # larger sizes, still odd: paths a kernel takes above a size (a library call once M >=
+        # 1024) and reductions long enough for a low-precision accumulator to show in the norm
+        for factor in (4, 2):
+            big = {s.name: factor * rep_values[s.name] + 1 for s in growable}
+            if call_bytes(template, rep, big) <= options.big_bytes:
+                b.add(f"{prefix}var-big", CaseRole.CORRECTNESS, template, rep, big, "odd",
+                      f"large odd sizes (x{factor} + 1): size-dependent paths, long reductions; "
+                      + ", ".join(f"{k} -> {v}" for k, v in big.items()))
+                break
 
 
 def _probed_tied(template: Template) -> list[Symbol]:
@@ -285,13 +328,21 @@ def _validate_correctness(evaluator: Evaluator, task: Task, b: _Builder, templat
         pr = run_original(evaluator, task, tuple(probes.values()), deadline=deadline)
         kept += list(pr.kept)
         dropped += list(pr.dropped)
-    if options.stability and kept and deadline is not None and time.monotonic() > deadline:
+    by_id = {c.case.id: c for c in b.cases}
+    views = [c for c in kept if by_id[c].origin == "layout"]
+    if views:
+        # a view the original does not handle (it ignores strides) cannot judge candidates;
+        # the check runs the original twice on the case, so it stands for stability too
+        checked = check_layout(evaluator, task, tuple(views), deadline=deadline)
+        dropped += checked.dropped
+        kept = [c for c in kept if c not in {d.case_id for d in checked.dropped}]
+    rest = [c for c in kept if by_id[c].origin != "layout"]
+    if options.stability and rest and deadline is not None and time.monotonic() > deadline:
         notes.append("stability check not done: the validation time budget ran out")
-    elif options.stability and kept:
-        by_id = {c.case.id: c for c in b.cases}
-        cheap = [c for c in kept if not interpreted or by_id[c].est_s <= options.stability_max_s]
-        if len(cheap) < len(kept):
-            notes.append(f"stability check skipped for {len(kept) - len(cheap)} case(s) that take "
+    elif options.stability and rest:
+        cheap = [c for c in rest if not interpreted or by_id[c].est_s <= options.stability_max_s]
+        if len(cheap) < len(rest):
+            notes.append(f"stability check skipped for {len(rest) - len(cheap)} case(s) that take "
                          f"over {options.stability_max_s:g} s a call in the interpreter")
         if cheap:
             stable = check_stable(evaluator, task, tuple(cheap), deadline=deadline)
@@ -335,11 +386,15 @@ def module_source(module_path: str | Path, section_path: str | Path | None = Non
 
 def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, *,
              options: TestgenOptions = TestgenOptions(), section_path: str | Path | None = None,
-             device: str | None = None) -> TestgenResult:
+             device: str | None = None, source: str | None = None,
+             evaluator: Evaluator | None = None) -> TestgenResult:
     """Cases for the kernel module at ``module_path`` from its own test (see the module doc).
 
     ``section_path``: a separate test or example file run against the module (TritonBench test
     sections; a user's ``test_kernel.py``) instead of the module's own tests or main block.
+    ``source``: the code the cases are validated on (default: the module plus the imports its
+    section adds), such as a task's own source. ``evaluator``: a worker to validate in (default:
+    one started here and closed at the end).
     """
     work = Path(work_dir)
     stamps: dict[str, float] = {}
@@ -371,7 +426,9 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
     for t in templates:
         _correctness(b, t, prefixes[t.id], share)
     notes += b.notes
-    source, missing = module_source(module_path, section_path)
+    missing: list[str] = []
+    if source is None:
+        source, missing = module_source(module_path, section_path)
     if missing:
         notes.append("added the test section's imports to the module: " + "; ".join(missing)[:200])
     task = Task(name=Path(module_path).stem, source=source, entries=entries,
@@ -379,7 +436,11 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
                 source_path=str(Path(module_path).resolve()))
     dropped: list[Dropped] = []
     interpreted = dev == "cpu"
-    evaluator = Evaluator(settings, work / "validate", store=None, device=dev) if options.validate else None
+    own = evaluator is None
+    if own and options.validate:
+        evaluator = Evaluator(settings, work / "validate", store=None, device=dev)
+    elif not options.validate:
+        evaluator = None
     try:
         kept_ids = [c.case.id for c in b.cases]
         if evaluator is not None and kept_ids:
@@ -395,7 +456,7 @@ def generate(module_path: str | Path, settings: Settings, work_dir: str | Path, 
             perf_cases, notes, dropped = list(perf.cases), notes + list(perf.notes), dropped + list(perf.dropped)
             stamps["perf_s"] = time.perf_counter() - t2
     finally:
-        if evaluator is not None:
+        if evaluator is not None and own:
             evaluator.close()
     keep = set(kept_ids)
     final = [c for c in b.cases if c.case.id in keep] + perf_cases

@@ -150,7 +150,7 @@ class GeneratedCase:
     """A case and where it came from, before and after validation."""
 
     case: Case
-    origin: str                     # trace | odd | perf
+    origin: str                     # trace | odd | values | layout (variety) | perf
     note: str = ""                  # shown as a comment in the spec
     bytes: int = 0                  # bytes the call moves (inputs + outputs)
     sizes: tuple[tuple[str, int], ...] = ()   # symbol values of this case

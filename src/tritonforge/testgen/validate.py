@@ -17,7 +17,7 @@ import re
 from time import monotonic as _clock
 from dataclasses import dataclass, field
 
-from ..model import Status, Task, Variant
+from ..model import Status, Task, Variant, content_hash
 from ..runtime.evaluator import Evaluator, original_variant
 from ..runtime.timing import TimingPlan
 from .model import Dropped
@@ -133,6 +133,93 @@ def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
         notes.append(f"stability not checked for {len(unchecked)} case(s) (time limit): "
                      + ", ".join(unchecked[:6]))
     return Validation(tuple(kept), tuple(dropped), notes=tuple(notes))
+
+
+_CONTIGUOUS_WRAPPER = '''
+
+def _tf_contiguous_call(fn):
+    """Call ``fn`` on contiguous copies of its tensor arguments, then copy back what it wrote."""
+    import functools
+    import torch as _torch
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        pairs = []
+
+        def dense(v):
+            if isinstance(v, _torch.Tensor) and not v.is_contiguous():
+                c = v.contiguous()
+                pairs.append((v, c))
+                return c
+            if isinstance(v, (list, tuple)):
+                return type(v)(dense(x) for x in v)
+            return v
+
+        out = fn(*dense(args), **{k: dense(v) for k, v in kwargs.items()})
+        with _torch.no_grad():
+            for view, copy in pairs:
+                if not _torch.equal(view, copy):
+                    view.copy_(copy)
+        return out
+    return call
+
+'''
+
+
+def contiguous_twin(task: Task, entries: tuple[str, ...]) -> Variant:
+    """The original with every entry in ``entries`` called on contiguous copies of its tensors:
+    what the original computes for a non-contiguous view when it handles strides."""
+    source = task.source.rstrip("\n") + "\n" + _CONTIGUOUS_WRAPPER + "".join(
+        f"{e} = _tf_contiguous_call({e})\n" for e in entries)
+    return Variant("original-contiguous", source, content_hash(source))
+
+
+def check_layout(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
+                 deadline: float | None = None) -> Validation:
+    """Keep the non-contiguous-view cases on which the original computes what it computes on
+    contiguous copies of the same inputs: it accepts such views. One where they differ (the
+    original ignores strides) cannot judge candidates, and is dropped with the reason."""
+    kept: list[str] = []
+    dropped: list[Dropped] = []
+    for n, case_id in enumerate(case_ids):
+        if deadline is not None and _clock() > deadline:
+            dropped += [Dropped(c, "not run: the validation time budget ran out", "not_run")
+                        for c in case_ids[n:]]
+            break
+        recipe = task.case(case_id).recipe
+        entry = getattr(recipe, "entry", "")
+        if not entry.isidentifier():
+            dropped.append(Dropped(case_id, f"layout not checked: {entry!r} is not a plain function"))
+            continue
+        twin = contiguous_twin(task, (entry,))
+        evaluation = evaluator.evaluate(task, (original_variant(task), twin),
+                                        purpose="testgen-layout", case_ids=(case_id,),
+                                        verify=True, time=False, keep_going=True, use_store=False)
+        verdict = evaluation.result(twin.name).verdict
+        if verdict is None or verdict.failure is not None or verdict.mismatches:
+            messages = [m.message for m in verdict.mismatches] if verdict is not None else []
+            why = messages[0] if messages else "the check did not complete"
+            noisy = [m for m in messages if "differs from itself" in m]
+            if not noisy and messages:
+                # noise or strides? the original against itself on the same view tells
+                again = check_stable(evaluator, task, (case_id,), deadline=deadline)
+                noisy = [d.reason for d in again.dropped if d.reason.startswith("unstable")]
+            if noisy:     # two runs of the original on the same inputs differ: noise
+                reason = (noisy[0] if noisy[0].startswith("unstable") else "unstable: two runs of "
+                          f"the original on the same inputs differ ({noisy[0][:120]})")
+            else:
+                reason = ("the original does not handle non-contiguous views (differs from itself "
+                          f"on contiguous copies: {why[:120]})")
+            dropped.append(Dropped(case_id, reason))
+            continue
+        noise = [n for n in getattr(verdict, "notes", ())
+                 if (m := _SELF_DIFF.match(n)) and m.group(1) == case_id]
+        if noise:       # differences the verifier forgave as the original's own noise
+            dropped.append(Dropped(case_id, "unstable: two runs of the original on the same inputs "
+                                            f"differ ({noise[0][len(case_id) + 1:][:120]})"))
+        else:
+            kept.append(case_id)
+    return Validation(tuple(kept), tuple(dropped))
 
 
 def _reason(status: Status, reason: str) -> str:

@@ -1,26 +1,39 @@
-"""The optimizer's output stage: what a run writes once its rounds are over.
+"""The final check: what a run writes once its rounds are over (search side).
 
 The final check (a fresh process, every case) of the accepted chain's best, then of earlier ones;
 with ``emit = "auto"``, a config the final check found faster overall but slower on some size is
 joined with the original by a Python size test at the launch (``search.dispatch``), else offered as
 an ``@triton.autotune`` over it and the original (``search.emit``); with ``emit = "autotune"``,
-the autotune over the best few. Kept apart from ``search.loop`` (the rounds) so that each stays
-small; ``OutputStage`` is a mixin of ``loop.Optimizer`` and uses its evaluators, settings, policy,
-store and progress.
+the autotune over the best few. ``FinalCheck`` is an object of its own, composed by
+``loop.Optimizer``: it holds the timing worker, the factory of fresh workers, the settings, the
+arbiter's policy, the store and the record's ``BudgetPolicy``.
+
+Bounded by the budget: every check runs on the final-check plan shortened to end by the record's
+cap (``BudgetPolicy.fit_plan``: fewer samples per case, every case still verified and timed); a
+check after the first (a fallback along the chain, a runner-up, a size dispatch, an autotune
+output) runs only if its estimate (an autotuned file's first-run tuning included) fits before the
+cap, and the size probes only in the time that leaves; otherwise the best result already checked
+stands.
 """
 
 from __future__ import annotations
 
-import time
+import logging
 from dataclasses import replace
-from pathlib import Path
+from typing import Callable
 
+from ..config import Settings
 from ..model import Candidate, Decision, Task, Variant, VariantResult
+from ..runtime.evaluator import Evaluator
 from ..runtime.timing_plan import final_check_plan
-from .arbiter import judge
+from ..store import RunStore
+from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
+from .budget import FINAL_FIXED_S, BudgetPolicy, autotune_first_run_s
+from .final_dispatch import size_dispatch_check
 
-PROBE_BUDGET_S = 90.0       # size probes of the size dispatch, all cases together
+log = logging.getLogger(__name__)
+
 MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
 MAX_TWIN_RUNS = 6          # runs of the original as its own candidate per narrowing
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
@@ -37,8 +50,46 @@ def _variant(c: Candidate, name: str) -> Variant:
     return Variant(name, c.source, c.hash)
 
 
-class OutputStage:
-    """The output-stage methods of ``loop.Optimizer`` (see the module docstring)."""
+class FinalCheck:
+    """The final check and the output it decides (see the module docstring). ``estimate_s``:
+    the expected seconds of one final check of a candidate (``search.budget``); ``budget``:
+    the record's policy (None: unbounded)."""
+
+    def __init__(self, settings: Settings, policy: ArbiterPolicy, timer: Evaluator,
+                 make_final_evaluator: Callable[[], Evaluator] | None, store: RunStore | None,
+                 progress: Callable[[str], None], interpreted: bool,
+                 budget: BudgetPolicy | None = None,
+                 estimate_s: Callable[[Candidate], float] | None = None):
+        self.settings, self.policy, self.timer = settings, policy, timer
+        self.make_final_evaluator, self.store, self.progress = make_final_evaluator, store, progress
+        self.interpreted = interpreted
+        self.budget, self.estimate_s = budget, estimate_s
+        self.final_dropped: set[str] = set()   # cases the original fails alone
+        self.checks = 0                        # final checks run (each narrowing counts once)
+
+    def _expected_s(self, cand: Candidate) -> float:
+        estimate = getattr(self, "estimate_s", None)
+        return estimate(cand) if estimate is not None else FINAL_FIXED_S
+
+    def _budget_refuses(self, cand: Candidate) -> str | None:
+        """Why a check of ``cand`` after the first would not end by the cap (None: it fits)."""
+        budget = getattr(self, "budget", None)
+        if budget is None or not getattr(self, "checks", 0):
+            return None
+        go = budget.another_check(self._expected_s(cand))
+        return None if go else go.reason
+
+    def _plan(self, task: Task, original: Candidate, cand: Candidate):
+        """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``); the
+        fixed part, which no plan shortens, includes both files' first-run autotuning."""
+        plan = final_check_plan(self.settings)
+        budget = getattr(self, "budget", None)
+        if budget is None or plan is None:
+            return plan
+        perf = len(task.performance_cases)
+        fixed = (FINAL_FIXED_S + autotune_first_run_s(cand.source, perf)
+                 + autotune_first_run_s(original.source, perf))
+        return budget.fit_plan(plan, fixed, self._expected_s(cand))
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
                 split: list, factor: float, notes: list[str], runners: list = ()
@@ -165,75 +216,8 @@ class OutputStage:
 
     def _emit_dispatch(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
                        notes: list[str]) -> tuple[Decision | None, Candidate]:
-        """The original and ``cand`` joined by a Python size test at the launch (``search.dispatch``):
-        each performance case runs once with a probe that records the launch function's argument
-        sizes, the final check's per-case speedups choose the test, and the joined file goes
-        through the final check like any output. ``(None, original)`` when it cannot be built."""
-        from .dispatch import (
-            NotDispatchable, choose_rule, dispatch_source, probe_kinds, probe_source, read_probe,
-            size_expression, statement_changes, twin_kernels,
-        )
-
-        try:
-            # base: the original plus the candidate's changed kernels under other names (unused
-            # there); other: the candidate launching those. Same as the two when no kernel differs.
-            base, other = twin_kernels(original.source, cand.source)
-            changes = statement_changes(base, other)
-        except NotDispatchable as exc:
-            notes.append(f"size dispatch not possible: {exc}")
-            return None, original
-        speedups = {cid: r for cid, r in vetoed_by.per_case if r == r and r > 0}
-        probe_dir = Path(self.settings.run_dir) / "probes" / cand.hash[:16]
-        probe_dir.mkdir(parents=True, exist_ok=True)
-        # The joined file gets a final check of its own in a fresh process: its worker starts
-        # now, while the probes run untimed (``PrestartedEvaluators``; nothing is timed before
-        # that check takes it, and taking it waits for the start to end).
-        prestart = getattr(self.make_final_evaluator, "prestart", None)
-        if callable(prestart):
-            prestart()
-        sizes: dict[str, dict[str, int]] = {}
-        kinds: dict[str, set[str]] = {}
-        # One probe file, so one probe source for every case: the worker imports it once and
-        # keeps its compiled kernels. A source per case (its own file path written in) was a new
-        # module each time, and each first launch in a new module cost 3-4 s on the H100
-        # (mean_reduction's 16 probes took 67 s); the file is emptied between cases.
-        path = probe_dir / "sizes.jsonl"
-        probe = Candidate(probe_source(base, changes, path), "emit:dispatch-probe",
-                          original.hash, "size probe")
-        probe_start = time.perf_counter()
-        for case in task.performance_cases:
-            if case.id not in speedups:
-                continue
-            if time.perf_counter() - probe_start > PROBE_BUDGET_S:
-                # a rule from the cases probed so far; the final check still runs every case
-                notes.append(f"size probes stopped after {PROBE_BUDGET_S:.0f} s ({len(sizes)} case(s))")
-                break
-            path.unlink(missing_ok=True)
-            self.timer.evaluate(task, (_variant(probe, "probe"),), purpose="dispatch-probe",
-                                case_ids=(case.id,), verify=False, time=False, keep_going=True,
-                                use_store=False)
-            got = read_probe(path)
-            if got:
-                sizes[case.id] = got
-                for name, seen in probe_kinds(path).items():
-                    kinds.setdefault(name, set()).update(seen)
-        # a case within half the per-case limit of even may go either way; the final check judges
-        rule = choose_rule(sizes, speedups, floor=1 - self.policy.max_case_regression / 2)
-        if rule is None:
-            notes.append(f"size dispatch not possible: no size test separates the cases where "
-                         f"{cand.description!r} is slower ({len(sizes)} case(s) probed)")
-            return None, original
-        expr = size_expression(rule.param, kinds.get(rule.param, set()))
-        joined = Candidate(dispatch_source(base, other, changes, rule, expr),
-                           "emit:size_dispatch", original.hash,
-                           f"size dispatch: {cand.description} where {rule.describe()}")
-        if self.store:
-            self.store.put_candidate(task.name, joined)
-        decision = self._final(task, original, joined)
-        verdict = "kept" if decision.accepted else "not kept"
-        notes.append(f"size dispatch ({rule.describe()}) {verdict}: {decision.reason}")
-        self._emit(message=f"{task.name}: {notes[-1]}")
-        return decision, joined
+        """The original and ``cand`` joined by a size test, checked (``search.final_dispatch``)."""
+        return size_dispatch_check(self, task, original, cand, vetoed_by, notes)
 
     def _emit_autotune(self, task: Task, original: Candidate, ranked: list, final: Decision | None,
                        best: Candidate, notes: list[str],
@@ -274,6 +258,13 @@ class OutputStage:
         perf-04 in the final check, after the search had accepted a 1.067x candidate; and
         attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
         reads past its 16-row tensors."""
+        refused = self._budget_refuses(best)
+        if refused is not None:
+            log.info("%s: final check of %s not run: %s", getattr(task, "name", "?"),
+                     best.description or best.hash, refused)
+            return Decision(best.hash, False, float("nan"), float("nan"), float("nan"),
+                            float("nan"), f"not checked: {refused}")
+        self.checks = getattr(self, "checks", 0) + 1
         dropped: set[str] = self.final_dropped
         for _ in range(MAX_FINAL_NARROWINGS + 1):
             narrowed = _without(task, dropped)
@@ -281,11 +272,17 @@ class OutputStage:
             suspects = final_suspects(original_r, best_r) - dropped
             if decision.accepted or self.interpreted or not suspects:
                 break
+            budget = getattr(self, "budget", None)
+            room = budget.another_check(FINAL_FIXED_S + self._expected_s(best)) if budget else True
+            if not room:
+                # the twin runs and a check again would end past the cap: the rejection stands
+                log.info("%s: final check not narrowed: %s", task.name, room.reason)
+                break
             unsafe = self._final_unsafe(narrowed, original)
             if not unsafe:
                 break
             dropped |= unsafe
-            self._emit(message=f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
+            self.progress(f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
                           "dropped (the original fails there as its own candidate); checking again")
             if not _without(task, dropped).performance_cases:
                 break
@@ -302,7 +299,7 @@ class OutputStage:
         """One fresh-process final check: (original's result, best's result, decision)."""
         evaluation = self._fresh_evaluate(
             task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
-            verify=True, time=True, keep_going=True, plan=final_check_plan(self.settings))
+            verify=True, time=True, keep_going=True, plan=self._plan(task, original, best))
         perf = tuple(c.id for c in task.performance_cases)
         original_r, best_r = evaluation.result("original"), evaluation.result("best")
         decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)

@@ -1,0 +1,112 @@
+"""Cheap first: the first round's likely candidates compile while the original is measured
+(search side).
+
+Before round 1 can propose, the original's baseline (8-117 s on the H100) and its Nsight Compute
+profile (about 22 s) run on the timing worker, and the verification pool sits idle: on 24
+TritonBench-G records with --per-kernel 120, 40-60 s passed before the first candidate was
+proposed. ``CompileAhead`` proposes from the source alone (no diagnosis, no profile) with proposers
+handed in for it (``Optimizer(..., ahead_proposers=...)``: instances of their own, since a
+proposer may keep state between calls and the round's own proposers must not see this call), and
+sends each candidate to a spare worker of the pool as a compile-only request
+(``Evaluator.compile_ahead``: kernels compiled, nothing launched, no GPU lock), the spare workers
+side by side, each a process of its own on the host's cores. Triton's on-disk cache is shared by
+the host's workers, so round 1's verification finds the configs it proposes again compiled. It
+stops (after the request in flight) when round 1 needs the workers. Nothing it does is a result:
+a candidate that fails to compile here is proposed, verified and reported by round 1 as usual.
+
+Not measured on a GPU yet: a compile-only request builds its inputs on the GPU beside the
+baseline's timing (whose times only choose cases) and the profile (advice).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from ..model import Candidate, HardwareInfo, ProposalContext, Task
+from ..runtime.evaluator import Evaluator
+from .cascade import variant
+from .proposer import Proposer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AheadReport:
+    """What compiling ahead did: candidates proposed, compile requests that ran, seconds."""
+    proposed: int
+    compiled: int
+    seconds: float
+
+    def note(self) -> str:
+        return (f"compiled ahead: {self.compiled} of {self.proposed} likely first candidate(s) "
+                f"while the original was measured ({self.seconds:.0f} s, spare workers)")
+
+
+class CompileAhead:
+    """Compiles the likely first candidates on ``spare`` evaluators in background threads."""
+
+    def __init__(self, spare: list[Evaluator], task: Task, original: Candidate,
+                 proposers: list[Proposer], per_round: int, hardware: HardwareInfo,
+                 case_ids: tuple[str, ...] | None = None):
+        self.spare, self.task, self.original = spare, task, original
+        self.proposers, self.per_round, self.hardware = proposers, per_round, hardware
+        self.case_ids = case_ids
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._queue: list[Candidate] = []
+        self._proposed = self._compiled = 0
+        self._start = 0.0
+
+    def propose(self) -> list[Candidate]:
+        """Candidates from the source alone, each ahead proposer in turn, up to a round's."""
+        ctx = ProposalContext(self.task, self.original, 1, self.hardware, budget=self.per_round)
+        out: list[Candidate] = []
+        for p in self.proposers:
+            try:
+                out += p.propose(ctx)
+            except Exception as exc:  # noqa: BLE001 - compiling ahead is an optimization only
+                log.info("ahead proposer %s failed: %s", getattr(p, "name", p), exc)
+            if len(out) >= self.per_round:
+                break
+        seen: set[str] = set()
+        return [c for c in out[:self.per_round] if not (c.hash in seen or seen.add(c.hash))]
+
+    def start(self) -> None:
+        """Propose, then compile on every spare worker side by side; returns at once."""
+        if not self.spare or not self.proposers:
+            return
+        self._start = time.perf_counter()
+        self._queue = self.propose()
+        self._proposed = len(self._queue)
+        for ev in self.spare[:max(1, len(self._queue))]:
+            t = threading.Thread(target=self._work, args=(ev,), name="compile ahead", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _work(self, ev: Evaluator) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                if not self._queue:
+                    return
+                cand = self._queue.pop(0)
+            try:
+                done = ev.compile_ahead(self.task, (variant(self.original, "original"),
+                                                    variant(cand, "candidate")), self.case_ids)
+            except Exception as exc:  # noqa: BLE001 - best effort; round 1 reports failures
+                log.info("compile ahead of %s failed: %s", cand.description or cand.hash, exc)
+                continue
+            if done is not None:
+                with self._lock:
+                    self._compiled += 1
+
+    def stop(self) -> AheadReport:
+        """No new compile request; wait for those in flight (the workers are round 1's next)."""
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        seconds = time.perf_counter() - self._start if self._start else 0.0
+        return AheadReport(self._proposed, self._compiled, seconds)

@@ -1,0 +1,179 @@
+"""Which cases the search runs where, chosen from the original's baseline run (search side).
+
+The search verifies on the cheap cases, times on the few that carry the original's time, profiles
+the one nearest a millisecond, and leaves every case to the fresh-process final check. Kept apart
+from the stages that use them so that a case-selection rule (a flag on generated cases, a new
+ordering) changes here only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..model import (
+    CaseRole, Diagnosis, PerfScriptCall, Profile, SpecCall, Task, TensorSpec, VariantResult,
+)
+from ..profile.rules import OUTSIDE_DOMINANT
+
+INTERPRETER_MAX_ELEMENTS = 1 << 16
+INTERPRETER_MAX_SCRIPT_ELEMENTS = 1 << 26
+INTERPRETER_MAX_ROUNDS = 2
+INTERPRETER_MAX_CANDIDATES = 3
+
+
+def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
+    """On the CPU interpreter: GPU-sized performance cases would take hours there and their
+    timings mean nothing, so only small ones are kept (as correctness checks): spec cases and
+    performance-script inputs whose tensors hold at most ``INTERPRETER_MAX_ELEMENTS`` elements."""
+
+    def elements(value: object) -> int:
+        if isinstance(value, TensorSpec):
+            n = 1
+            for d in value.shape:
+                n *= d
+            return n
+        if isinstance(value, tuple):
+            return sum(elements(v) for v in value)
+        return 0
+
+    # a performance script builds every input at once, on the host: only a script whose inputs
+    # all fit in a few hundred MB is run, even for its small ones
+    script_elements: dict[str, int] = {}
+    for case in task.performance_cases:
+        if isinstance(case.recipe, PerfScriptCall):
+            n = case.recipe.elements
+            script_elements[case.recipe.script] = (script_elements.get(case.recipe.script, 0)
+                                                   + (n if n is not None else 1 << 62))
+    kept, notes = [], []
+    for case in task.cases:
+        if case.role is CaseRole.CORRECTNESS:
+            kept.append(case)
+        elif isinstance(case.recipe, SpecCall) and elements(
+                (case.recipe.args, tuple(v for _, v in case.recipe.kwargs))) <= INTERPRETER_MAX_ELEMENTS:
+            kept.append(replace(case, role=CaseRole.CORRECTNESS))
+        elif (isinstance(case.recipe, PerfScriptCall) and case.recipe.elements is not None
+              and case.recipe.elements <= INTERPRETER_MAX_ELEMENTS
+              and script_elements[case.recipe.script] <= INTERPRETER_MAX_SCRIPT_ELEMENTS):
+            kept.append(replace(case, role=CaseRole.CORRECTNESS))
+        else:
+            notes.append(f"case {case.id} skipped on the CPU interpreter (GPU-sized)")
+    return replace(task, cases=tuple(kept)), notes
+
+
+def restrict_to_runnable(task: Task, baseline: VariantResult) -> tuple[Task, list[str]]:
+    """Drop the cases on which the original itself fails: they cannot judge a candidate."""
+    bad = {f.case_id for f in baseline.case_failures}
+    notes = [f"case {f.case_id} dropped: the original fails there ({f.reason[:80]})"
+             for f in baseline.case_failures]
+    return replace(task, cases=tuple(c for c in task.cases if c.id not in bad)), notes
+
+
+def search_verification_cases(task: Task, baseline: VariantResult, count: int = 2) -> tuple[str, ...]:
+    """Correctness cases plus the ``count`` quickest performance cases.
+
+    Verifying every large performance case in every round dominated the search (110-260 s per
+    TritonBench-G record on an H200, 2026-11-22); the large ones are all checked in the final
+    check instead, and a best candidate that fails there falls back along the accepted chain.
+    """
+    times = {t.case_id: t.median_ms for t in baseline.timings}
+    perf = sorted((c.id for c in task.performance_cases), key=lambda cid: times.get(cid, float("inf")))
+    return tuple(c.id for c in task.correctness_cases) + tuple(perf[:count])
+
+
+PROFILE_TARGET_MS = 1.0
+
+
+def profile_case(search_ids: tuple[str, ...], baseline: VariantResult) -> str | None:
+    """The search case to profile: the one whose time is nearest ~1 ms (on a log scale).
+
+    Nsight Compute replays the kernel once per metric pass: on the largest case of
+    attention_forward_triton (350 ms a call) profiling took 45 s of a 185 s budget (H100,
+    2026-11-23). A 1 ms call shows the same bottleneck at a fraction of the cost.
+    """
+    times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms}
+    timed = [cid for cid in search_ids if cid in times]
+    if not timed:
+        return search_ids[0] if search_ids else None
+    return min(timed, key=lambda cid: abs(math.log(times[cid] / PROFILE_TARGET_MS)))
+
+
+def representative_cases(task: Task, baseline: VariantResult, count: int = 2) -> tuple[str, ...]:
+    """The ``count`` performance cases where the original takes longest (they dominate the
+    speedup's sum), then the quickest case and the one nearest the geometric middle of the range.
+
+    The final check rejects a candidate for any case more than 5% slower, so the search must see
+    small cases too: timing only the three longest, the search accepted a config 1.39x faster
+    there and 11.6% slower on a 12 us case (fused_layernorm_triton), and one 1.30x faster and 72%
+    slower on a 45 us case (triton_conv2d_fwd), both thrown away by the final check (H100,
+    2026-11-23). Small cases cost little to time.
+    """
+    timed = sorted(((t.median_ms, t.case_id) for t in baseline.timings if t.median_ms), reverse=True)
+    if not timed:
+        return tuple(c.id for c in task.performance_cases[-(count + 1):])
+    ids = [cid for _, cid in timed[:count]]
+    rest = [(ms, cid) for ms, cid in timed if cid not in ids]
+    if rest:
+        quickest_ms, quickest = rest[-1]
+        middle_ms = math.sqrt(timed[0][0] * quickest_ms)
+        between = rest[:-1]
+        if between:
+            ids.append(min(between, key=lambda r: abs(math.log(r[0] / middle_ms)))[1])
+        ids.append(quickest)
+    return tuple(ids)
+
+
+SLIVER_RETIMED = "not a sliver after all: "    # a note's opening (bench.optimize.held_back)
+
+
+def _sliver_retimed(profile: Profile | None, incumbent: VariantResult) -> str | None:
+    """A note where the search's own timing of the profiled case puts the Triton kernels at a
+    quarter or more of it, though the diagnosis (on the stored baseline time) found them a
+    sliver; None otherwise. One stored time can be an outlier: apply_penalty's perf-06 read
+    46.7 us in the baseline sweep beside 4.8-20.4 us for its other sizes, which put its 4.1 us
+    kernel at 9% of the case and cut its search to one round (H100, 2026-11-25)."""
+    from ..profile.diagnose import Thresholds, kernel_share
+
+    if profile is None or profile.case_id is None:
+        return None
+    fresh = [t.median_ms for t in incumbent.timings
+             if t.case_id == profile.case_id and t.samples_ms]
+    if not fresh or not fresh[0] > 0:
+        return None
+    share = kernel_share(profile, fresh[0] * 1e3)
+    if share is None or share < Thresholds().kernel_share_dominant:
+        return None
+    stored = profile.roofline.time_us if profile.roofline is not None else None
+    was = f" (the stored time was {stored:,.1f} us)" if stored else ""
+    return (f"{SLIVER_RETIMED}round 1 timed case {profile.case_id} at {fresh[0] * 1e3:,.1f} us"
+            f"{was}, of which the Triton kernels run {share:.0%}: the search goes on past a "
+            "round without gain")
+
+
+def _kernels_a_sliver(diagnosis: Diagnosis | None) -> bool:
+    """The diagnosis finds the Triton kernels running under a quarter of the profiled case
+    (``profile.rules.outside_kernels`` at its dominant priority). On the H100 stores (2026-11-25)
+    that was apply_penalty, dequantize_matmul, l2_norm_bwd, matrix_reduction and
+    max_reduction: no candidate of theirs reached 1.05x in 1-5 rounds, and they took 72-366 s
+    each."""
+    return diagnosis is not None and any(
+        h.kind == "outside_kernels" and h.priority >= OUTSIDE_DOMINANT for h in diagnosis.hints)
+
+
+def verification_tiers(task: Task, verify_ids: tuple[str, ...],
+                       baseline: VariantResult) -> tuple[tuple[str, ...], ...]:
+    """``verify_ids`` split into the cascade's tiers, cheapest first: the correctness cases and
+    the quickest performance case, then the rest, quickest first.
+
+    A worker runs every case of a request once per variant before it compares any (compile
+    errors, crashes), in the task's order: a candidate whose values are wrong on a 1 us case
+    still ran its 10 ms performance case first. Verified tier by tier, it never reaches that case
+    (``search.cascade``). One tier when the split would leave a tier empty."""
+    times = {t.case_id: t.median_ms for t in baseline.timings}
+    perf_ids = {c.id for c in task.performance_cases}
+    cheap = [cid for cid in verify_ids if cid not in perf_ids]
+    perf = sorted((cid for cid in verify_ids if cid in perf_ids),
+                  key=lambda cid: times.get(cid) or float("inf"))
+    first = tuple(cheap + perf[:1])
+    rest = tuple(perf[1:])
+    return (first, rest) if first and rest else (tuple(verify_ids),)

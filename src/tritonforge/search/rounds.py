@@ -1,0 +1,210 @@
+"""One round of the search as a function of its state (search side).
+
+``run_round(state, env)`` -> ``RoundOutcome``: propose from the incumbent, prune, verify in the
+cascade, drop the cases the original itself cannot run, repair, time the verified ones beside
+the incumbent, arbitrate; the next ``SearchState`` (or a stop reason) comes back. Nothing of the
+search's progress lives anywhere else, so a round can be tested with fake stages and evaluators.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ..model import Candidate, Decision, HardwareInfo, HistoryEntry, ProposalContext, Status
+from ..runtime.gpu_lock import gpu_blocked_s
+from .arbiter import ArbiterPolicy, judge
+from .blame import blamed_cases, incumbent_timed_cases
+from .budget import FinalCheckEstimate
+from .cases import _sliver_retimed
+from .phases import PhaseClock
+from .stages import RoundStages
+from .state import SearchState
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """The state after a round, and why the search stops there (None: it goes on)."""
+    state: SearchState
+    stop: str | None = None
+
+
+@dataclass
+class RoundEnv:
+    """What a round uses besides its state: the stages, the arbiter, the clock of phases, the
+    final-check estimate it teaches, the hardware, how a decision is split-worthy
+    (``FinalCheck._split_worthy``), and where its events go."""
+    stages: RoundStages
+    policy: ArbiterPolicy
+    clock: PhaseClock
+    estimate: FinalCheckEstimate
+    hardware: HardwareInfo
+    split_worthy: Callable[[Decision], bool]
+    emit: Callable[..., None]            # emit(phase, **ProgressEvent fields)
+    min_speedup: float
+    settings_patience: int
+    final_worker_started: Callable[[], None] = lambda: None
+    in_time: Callable[[], bool] = lambda: True   # more work still leaves the final check room
+
+
+# a candidate with one of these never had a kernel compiled
+_NOT_COMPILED = (Status.POLICY_REJECTED, Status.IMPORT_ERROR, Status.COMPILE_ERROR, Status.PRUNED,
+                 Status.SKIPPED)
+
+
+def counts(state: SearchState) -> dict[str, int]:
+    """The run's cumulative candidate counts for a ``ProgressEvent``, from the history: those
+    timed (they passed verification), those that failed it (pruned ones are not counted), and
+    those whose kernels compiled (all but policy, import, compile failures, pruned, skipped)."""
+    timed = sum(1 for h in state.history if h.status is Status.OK)
+    failed = sum(1 for h in state.history if h.status not in (Status.OK, Status.PRUNED))
+    compiled = sum(1 for h in state.history if h.status not in _NOT_COMPILED)
+    return {"compiled": compiled, "verified": timed, "timed": timed, "failed": failed}
+
+
+def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
+    """When a verification request may start: while the final check keeps its room before the
+    cap; in round 1 also until one candidate has passed (without one the record's baseline and
+    profile bought nothing, and the final check has nothing to check)."""
+    def in_time(got: dict) -> bool:
+        if env.in_time():
+            return True
+        return round_ == 1 and not any(r.status is Status.OK for r in got.values())
+    return in_time
+
+
+def _busy_s(since: float, blocked_since: float) -> float:
+    """Seconds since ``since``, less those queued for a GPU other processes share."""
+    return time.perf_counter() - since - (gpu_blocked_s() - blocked_since)
+
+
+def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
+    """Round ``state.round + 1`` (see the module docstring)."""
+    st, clock = env.stages, env.clock
+    round_ = state.round + 1
+    start, blocked0 = time.perf_counter(), gpu_blocked_s()
+    history, notes = list(state.history), list(state.notes)
+    ctx = ProposalContext(state.task, state.incumbent, round_, env.hardware,
+                          history=tuple(history), budget=st.per_round,
+                          diagnosis=state.diagnosis, profile=st.profile,
+                          config_search_only=state.config_search)
+    env.emit("propose", round=round_)
+    with clock.phase("propose"):
+        cands = st._prune(state.task, state.incumbent, st._propose(ctx), env.hardware, history,
+                          notes)
+    state = replace(state, history=tuple(history), notes=tuple(notes),
+                    config_search_done=state.config_search_done or state.config_search,
+                    config_search=False)
+    if not cands:
+        return RoundOutcome(state, "no new candidates")
+    state = replace(state, round=round_)
+    if st.store:
+        for c in cands:
+            st.store.put_candidate(state.task.name, c)
+    in_time = _verify_while(env, round_)
+    env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
+    with clock.phase("verify"):
+        verified = st.verify(state.task, state.original, cands, state.verify_tiers, in_time)
+        unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
+                                                state.verify_ids)
+    if unsafe:
+        state = state.without_cases(unsafe)
+        notes += [f"case {cid} dropped: the original itself fails there (it crashes as the "
+                  "reference, or run after itself as a candidate is it crashes or does not "
+                  "reproduce its own result): it cannot judge a candidate" for cid in sorted(unsafe)]
+        st.progress(f"{state.task.name}: {notes[-1]}")
+        again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)
+                 or blamed_cases(verified[c.hash]) & unsafe]
+        if state.verify_ids and again:
+            with clock.phase("verify"):
+                verified.update(st.verify(state.task, state.original, again, state.verify_tiers,
+                                          in_time))
+    good = [c for c in cands if verified[c.hash].status is Status.OK]
+    for c in cands:
+        r = verified[c.hash]
+        if r.status is not Status.OK:
+            reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
+            history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
+    env.emit("repair", round=round_, **counts(replace(state, history=tuple(history))))
+    if env.in_time():
+        with clock.phase("repair"):
+            good += st._repair_failed(state.task, state.original, cands, verified,
+                                      state.verify_ids, ctx, history)
+    state = replace(state, history=tuple(history), notes=tuple(notes), tried=state.tried + len(cands))
+    if good:
+        state = _time_and_judge(state, env, good)
+    else:
+        state = replace(state, stale=state.stale + 1)
+    state = replace(state, last_round_s=_busy_s(start, blocked0))
+    if state.stale == 0:
+        return RoundOutcome(state)
+    st.progress(f"{state.task.name} round {round_}: no candidate accepted "
+                f"({len(good)}/{len(cands)} verified)")
+    if state.stale >= state.patience:
+        return RoundOutcome(state, f"no gain for {state.stale} rounds")
+    return RoundOutcome(state)
+
+
+def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) -> SearchState:
+    """Time ``good`` beside the incumbent on the search cases and let the arbiter choose."""
+    st, round_ = env.stages, state.round
+    notes, history = list(state.notes), list(state.history)
+    env.emit("time", round=round_, message=f"{len(good)} verified", **counts(state))
+    with env.clock.phase("time"):
+        env.final_worker_started()
+        timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
+        timing = st._time(state.task, state.incumbent, good, state.search_ids)
+        env.estimate.observe(_busy_s(timed_at, timed_blocked), 1 + len(good), state.search_ids)
+    inc = timing.result("incumbent")
+    patience, sliver_cut, search_ids = state.patience, state.sliver_cut, state.search_ids
+    retimed = _sliver_retimed(st.profile, inc) if sliver_cut else None
+    if retimed:
+        patience, sliver_cut = env.settings_patience, False
+        notes.append(retimed)
+        st.progress(f"{state.task.name}: {retimed}")
+    judged_ids, lost = incumbent_timed_cases(inc, search_ids)
+    if lost:
+        search_ids = tuple(i for i in search_ids if i not in lost) or search_ids
+        notes.append(f"case(s) {', '.join(sorted(lost))} left out of the search's timing: the "
+                     "incumbent failed there while timed (the final check still runs every case)")
+        st.progress(f"{state.task.name}: {notes[-1]}")
+    ranked, split, runners = list(state.ranked), list(state.split), list(state.runners)
+    clean: list[tuple[float, Decision, Candidate]] = []
+    best: tuple[Decision, Candidate] | None = None
+    factor = state.factor
+    for i, c in enumerate(good):
+        decision = judge(inc, timing.result(f"c{i}"), judged_ids, interpreted=st.interpreted,
+                         policy=env.policy)
+        if st.store:
+            st.store.put_decision(state.task.name, round_, decision)
+        history.append(HistoryEntry(c.hash, c.origin, c.description, Status.OK,
+                                    decision.speedup, decision.reason))
+        est = factor * decision.speedup if decision.speedup == decision.speedup else 0.0
+        if decision.accepted or est > 0:
+            ranked.append((est if not st.interpreted else 1.0, -len(ranked), c))
+        if env.split_worthy(decision):
+            split.append((est, -len(split), c))
+        if decision.accepted:
+            clean.append((est, decision, c))
+        if decision.accepted and (best is None or st.interpreted is False
+                                  and decision.speedup > best[0].speedup):
+            best = (decision, c)
+    runners += [(est, -len(runners) - i, c) for i, (est, d, c) in enumerate(clean)
+                if best is not None and c is not best[1] and d.speedup_low >= env.min_speedup]
+    state = replace(state, notes=tuple(notes), history=tuple(history), ranked=tuple(ranked),
+                    split=tuple(split), runners=tuple(runners), patience=patience,
+                    sliver_cut=sliver_cut, search_ids=search_ids)
+    if best is None:
+        return replace(state, stale=state.stale + 1)
+    if best[0].speedup == best[0].speedup:
+        factor *= best[0].speedup
+    d = best[0]
+    measured = not st.interpreted and d.speedup == d.speedup and d.speedup_low == d.speedup_low
+    env.emit("time", round=round_, **counts(state),
+             best_speedup=factor if measured else None,
+             best_low=factor / d.speedup * d.speedup_low if measured else None,
+             message=f"{state.task.name} round {round_}: accepted {best[1].description} "
+                     f"({d.reason})")
+    return replace(state, incumbent=best[1], chain=state.chain + (best[1],), factor=factor, stale=0)
+

@@ -1,0 +1,93 @@
+"""Compiling the likely first candidates ahead (search.ahead) on the pool's spare workers while the
+timing worker measures the original: only spare workers are asked, each candidate once, in
+compile-only requests; stopping waits for the requests in flight and sends no more; the
+Evaluator's compile-ahead request never imports a source the static policy refuses."""
+
+import threading
+from types import SimpleNamespace
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate, HardwareInfo, Task
+from tritonforge.runtime.evaluator import Evaluator
+from tritonforge.search.ahead import CompileAhead
+
+ORIGINAL = Candidate("x = 0\n", "original")
+TASK = Task("t", ORIGINAL.source, ("f",), (), "test")
+
+
+class Proposes:
+    name = "static"
+
+    def __init__(self, n):
+        self.n, self.contexts = n, []
+
+    def propose(self, ctx):
+        self.contexts.append(ctx)
+        return [Candidate(f"x = {i}\n", "static", ctx.incumbent.hash, f"move {i}")
+                for i in range(self.n)][:ctx.budget]
+
+    def repair(self, request):
+        return None
+
+
+class Spare:
+    def __init__(self, log, gate=None):
+        self.log, self.gate = log, gate
+
+    def compile_ahead(self, task, variants, case_ids=None):
+        if self.gate is not None:
+            self.gate.wait()
+        self.log.append((id(self), variants[1].source, case_ids))
+        return SimpleNamespace(results=())
+
+
+def test_every_candidate_compiles_once_on_the_spare_workers():
+    log = []
+    spare = [Spare(log), Spare(log)]
+    proposer = Proposes(5)
+    ahead = CompileAhead(spare, TASK, ORIGINAL, [proposer], 4, HardwareInfo("cuda", False))
+    ahead.start()
+    report = ahead.stop()
+    assert sorted(src for _, src, _ in log) == [f"x = {i}\n" for i in range(4)]   # a round's worth
+    assert report.proposed == 4 and report.compiled == 4
+    assert proposer.contexts[0].diagnosis is None and proposer.contexts[0].profile is None
+    assert "4 of 4" in report.note()
+
+
+def test_stopping_waits_for_the_request_in_flight_and_sends_no_more():
+    log, gate = [], threading.Event()
+    ahead = CompileAhead([Spare(log, gate)], TASK, ORIGINAL, [Proposes(6)], 6,
+                         HardwareInfo("cuda", False))
+    ahead.start()
+    stopper = threading.Thread(target=ahead.stop)
+    stopper.start()
+    assert ahead._stop.wait(10)      # stop asked while the first request is still compiling
+    gate.set()                      # the one request in flight ends
+    stopper.join()
+    assert len(log) == 1
+    assert ahead.stop().compiled == 1
+
+
+def test_no_spare_worker_or_no_ahead_proposer_compiles_nothing():
+    from tritonforge.search.loop import Optimizer
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.evaluators, opt.ahead_proposers, opt.interpreted = [object()], [Proposes(2)], False
+    assert opt._compile_ahead(TASK, ORIGINAL) is None
+    opt.evaluators, opt.ahead_proposers = [object(), Spare([])], []
+    assert opt._compile_ahead(TASK, ORIGINAL) is None
+    opt.ahead_proposers, opt.interpreted = [Proposes(2)], True
+    assert opt._compile_ahead(TASK, ORIGINAL) is None
+
+
+def test_compile_ahead_never_imports_a_source_the_policy_refuses(tmp_path):
+    ev = Evaluator(Settings(device="cpu"), tmp_path / "w", None, device="cpu")
+    sent = []
+    ev.worker = SimpleNamespace(evaluate=lambda request: sent.append(request) or "done")
+    from tritonforge.model import Variant
+    bad = Variant("candidate", "import os\nos.system('true')\n", "h1")
+    assert ev.compile_ahead(TASK, (Variant("original", ORIGINAL.source, ORIGINAL.hash), bad)) is None
+    assert sent == []
+    good = Variant("candidate", "x = 2\n", "h2")
+    assert ev.compile_ahead(TASK, (Variant("original", ORIGINAL.source, ORIGINAL.hash), good)) == "done"
+    assert sent[0].compile_only and not sent[0].verify and not sent[0].time

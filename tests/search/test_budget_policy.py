@@ -1,0 +1,186 @@
+"""The record's budget as one policy (search.budget.BudgetPolicy) under a fake clock: whether a
+round starts, the final check's plan shortened to end by the cap, a second final check refused
+when it would not fit (the best already checked stands), the size probes' share of the time, and
+an autotuned file's first-run tuning in the estimate."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tritonforge.model import Candidate, Decision, Status, Timing, TimingMethod, VariantResult
+from tritonforge.runtime.timing import TimingPlan
+from tritonforge.search.arbiter import ArbiterPolicy
+from tritonforge.search.budget import (
+    AUTOTUNE_CONFIG_S, FINAL_FIXED_S, MIN_PLAN_FRACTION, BudgetPolicy, autotune_first_run_s,
+)
+from tritonforge.search.final_check import FinalCheck
+
+PLAN = TimingPlan(rounds=10, min_rounds=4, case_budget_ms=6000.0)
+
+
+class Clock:
+    """A fake clock: ``now`` seconds busy, moved by hand or by a fake evaluator."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def test_no_budget_says_go_to_everything():
+    policy = BudgetPolicy(None, Clock(10_000.0))
+    assert policy.start_round(5, 1e6, 1e6)
+    assert policy.another_check(1e9)
+    assert policy.fit_plan(PLAN, 20.0, 1e9) is PLAN
+    assert policy.probe_budget_s(90.0, 1e9) == 90.0
+
+
+def test_the_first_round_runs_unless_the_fixed_cost_took_the_budget():
+    clock = Clock(90.0)
+    policy = BudgetPolicy(120.0, clock)
+    assert policy.start_round(1, 0.0, 500.0)        # the final estimate cannot stop round 1
+    clock.now = 121.0
+    go = policy.start_round(1, 0.0, 0.0)
+    assert not go and "before the first" in go.reason
+
+
+def test_a_later_round_starts_only_if_it_and_the_final_check_fit_the_budget():
+    clock = Clock(60.0)
+    policy = BudgetPolicy(120.0, clock)
+    assert policy.start_round(2, 30.0, 29.0)         # 60 + 30 + 29 = 119
+    go = policy.start_round(2, 30.0, 31.0)           # 121
+    assert not go and "round 2 not started" in go.reason and "31 s" in go.reason
+
+
+def test_a_second_final_check_runs_only_before_the_cap():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)               # cap 150 s
+    assert policy.cap_s == pytest.approx(150.0)
+    assert policy.another_check(50.0)
+    go = policy.another_check(51.0)
+    assert not go and "best result already checked stands" in go.reason
+
+
+def test_the_final_plan_is_shortened_to_end_by_the_cap_never_below_its_floor():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)               # 50 s left
+    assert policy.fit_plan(PLAN, 20.0, 50.0) is PLAN  # fits: unchanged
+    half = policy.fit_plan(PLAN, 20.0, 80.0)          # 30 s of timing left for 60 asked
+    assert half.rounds == 5 and half.case_budget_ms == pytest.approx(3000.0)
+    clock.now = 149.0                                 # 1 s left: the floor, never nothing
+    floor = policy.fit_plan(PLAN, 20.0, 80.0)
+    assert floor.rounds == PLAN.min_rounds
+    assert floor.case_budget_ms == pytest.approx(PLAN.case_budget_ms * MIN_PLAN_FRACTION)
+
+
+def test_probes_get_what_leaves_their_final_check_room():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)               # 50 s left
+    assert policy.probe_budget_s(90.0, 30.0) == pytest.approx(20.0)
+    assert policy.probe_budget_s(90.0, 60.0) == 0.0
+
+
+AUTOTUNED = '''
+import triton
+@triton.autotune(configs=[triton.Config({'B': 64}), triton.Config({'B': 128}),
+                          triton.Config({'B': 256})], key=['n'])
+@triton.jit
+def k(x, n, B: tl.constexpr):
+    pass
+'''
+
+
+def test_an_autotuned_file_counts_its_first_run_tuning():
+    assert autotune_first_run_s(AUTOTUNED, 10) == pytest.approx(3 * 10 * AUTOTUNE_CONFIG_S)
+    assert autotune_first_run_s("import triton\n", 10) == 0.0
+
+
+ORIGINAL = Candidate("x = 0\n", "original")
+
+
+def _timed(variant, ms):
+    return VariantResult(variant, variant, Status.OK, timings=(
+        Timing("p", variant, TimingMethod.CUDA_EVENTS, (ms,) * 9),))
+
+
+def _final_check(clock, budget_s, check_s, finals):
+    """A FinalCheck whose every check takes ``check_s`` on the fake clock and says ``finals``."""
+    asked = []
+
+    def evaluate(task, variants, **kwargs):
+        asked.append((variants[1].hash, kwargs.get("plan")))
+        clock.now += check_s
+        best_ms = finals[variants[1].hash]
+        o, b = _timed("original", 1.0), _timed("best", best_ms)
+        return SimpleNamespace(result=lambda name: o if name == "original" else b)
+
+    fc = FinalCheck(SimpleNamespace(emit="fixed", min_speedup=1.05), ArbiterPolicy(),
+                    SimpleNamespace(evaluate=evaluate), None, None, lambda s: None, False,
+                    BudgetPolicy(budget_s, clock), estimate_s=lambda cand: check_s)
+    return fc, asked
+
+
+def test_a_fallback_check_that_would_overrun_the_cap_is_not_run(monkeypatch):
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),), cases=())
+    a, b = Candidate("x = 1\n", "r", description="a"), Candidate("x = 2\n", "r", description="b")
+    # the best (b) fails its check (slower); a fallback to a would end past the 150 s cap
+    clock = Clock(100.0)
+    fc, asked = _final_check(clock, 120.0, 30.0, {a.hash: 0.5, b.hash: 2.0})
+    final, out = fc._output(task, ORIGINAL, [a, b], [], [], 2.0, [])
+    assert [h for h, _ in asked] == [b.hash]                  # one check, b's
+    assert out is ORIGINAL and final.reason.startswith("not checked")
+    assert clock.now <= 1.25 * 120.0
+    # with room for it, the same fallback runs and a is written
+    clock = Clock(40.0)
+    fc, asked = _final_check(clock, 120.0, 30.0, {a.hash: 0.5, b.hash: 2.0})
+    final, out = fc._output(task, ORIGINAL, [a, b], [], [], 2.0, [])
+    assert [h for h, _ in asked] == [b.hash, a.hash] and out is a and final.accepted
+
+
+def test_the_first_final_check_always_runs_on_a_plan_that_fits(monkeypatch):
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),), cases=())
+    a = Candidate("x = 1\n", "r", description="a")
+    clock = Clock(140.0)                                      # 10 s before the cap
+    fc, asked = _final_check(clock, 120.0, FINAL_FIXED_S + 40.0, {a.hash: 0.5})
+    final, out = fc._output(task, ORIGINAL, [a], [], [], 2.0, [])
+    assert len(asked) == 1 and out is a
+    plan = asked[0][1]
+    assert plan.rounds < PLAN.rounds and plan.case_budget_ms < PLAN.case_budget_ms
+
+
+def test_a_size_dispatch_out_of_time_runs_no_probe(tmp_path):
+    """With less time left than the joined file's check needs, no probe runs and no check."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+    src = example.read_text()
+    original = Candidate(src, "original")
+    cand = Candidate(src.replace("BLOCK_SIZE = 4\n", "BLOCK_SIZE = 64\n"), "r", original.hash, "64")
+    asked = []
+    clock = Clock(140.0)                                       # 10 s before the 150 s cap
+    fc = FinalCheck(SimpleNamespace(emit="auto", min_speedup=1.05, run_dir=str(tmp_path)),
+                    ArbiterPolicy(), SimpleNamespace(evaluate=lambda *a, **k: asked.append(k)),
+                    None, None, lambda s: None, False, BudgetPolicy(120.0, clock),
+                    estimate_s=lambda c: 30.0)
+    task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),))
+    vetoed = Decision(cand.hash, False, 1.5, 1.4, 1.2, 1.3, "case p is 30% slower",
+                      (("p", 0.77), ("q", 2.5)))
+    notes = []
+    decision, out = fc._emit_dispatch(task, original, cand, vetoed, notes)
+    assert decision is None and out is original and asked == []
+    assert "size dispatch not tried" in notes[-1]
+
+
+def test_room_for_more_work_and_the_profile_timeout_follow_the_budget():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)                # 50 s to the cap
+    assert policy.room_for(50.0) and not policy.room_for(51.0)
+    assert policy.profile_timeout_s() == pytest.approx(30.0)          # a quarter of 120 s
+    assert BudgetPolicy(600.0, clock).profile_timeout_s() == pytest.approx(120.0)
+    assert BudgetPolicy(60.0, clock).profile_timeout_s() == pytest.approx(30.0)   # the floor
+    assert BudgetPolicy(None, clock).profile_timeout_s() == pytest.approx(120.0)

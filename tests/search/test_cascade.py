@@ -1,0 +1,134 @@
+"""Verification in a cascade (search.cascade, search.cases.verification_tiers): cheap cases first
+for every candidate, the costlier tier only for those that passed; what a round asks of the
+workers, counted in case runs, before and after."""
+
+import threading
+from types import SimpleNamespace
+
+from tritonforge.model import (
+    Candidate, Case, CaseRole, Failure, SpecCall, Status, Task, Timing, TimingMethod,
+    VariantResult,
+)
+from tritonforge.search.cascade import verify_cascade
+from tritonforge.search.cases import search_verification_cases, verification_tiers
+
+ORIGINAL = Candidate("x = 0\n", "original")
+
+
+def _task():
+    cases = (Case("t0", CaseRole.CORRECTNESS, SpecCall("f")),
+             Case("t1", CaseRole.CORRECTNESS, SpecCall("f")),
+             Case("p-big", CaseRole.PERFORMANCE, SpecCall("f")),
+             Case("p-mid", CaseRole.PERFORMANCE, SpecCall("f")),
+             Case("p-small", CaseRole.PERFORMANCE, SpecCall("f")))
+    return Task("t", ORIGINAL.source, ("f",), cases, "test")
+
+
+def _base():
+    times = {"p-big": 40.0, "p-mid": 2.0, "p-small": 0.01}
+    return VariantResult("original", "h", Status.OK, timings=tuple(
+        Timing(cid, "original", TimingMethod.CUDA_EVENTS, (ms,)) for cid, ms in times.items()))
+
+
+class FakeEvaluator:
+    """Records each verification request; a candidate whose source says ``wrong on X`` fails on
+    case X (a mismatch), and a worker runs every case of a request (as a real one does before it
+    compares any), so ``runs`` counts the case runs a request cost."""
+
+    def __init__(self, log):
+        self.log, self.lock = log, threading.Lock()
+
+    def evaluate(self, task, variants, *, purpose, case_ids, **kwargs):
+        cand = variants[1]
+        with self.lock:
+            self.log.append((cand.hash, tuple(case_ids)))
+        bad = next((c for c in case_ids if f"wrong on {c}" in cand.source), None)
+        result = (VariantResult("candidate", cand.hash, Status.MISMATCH,
+                                Failure(Status.MISMATCH, "values differ", case_id=bad))
+                  if bad else VariantResult("candidate", cand.hash, Status.OK))
+        return SimpleNamespace(result=lambda name: result)
+
+
+def test_tiers_put_the_correctness_cases_and_the_quickest_performance_case_first():
+    task, base = _task(), _base()
+    ids = search_verification_cases(task, base)
+    assert set(ids) == {"t0", "t1", "p-small", "p-mid"}
+    assert verification_tiers(task, ids, base) == (("t0", "t1", "p-small"), ("p-mid",))
+    # nothing to split: one tier
+    assert verification_tiers(task, ("t0", "t1"), base) == (("t0", "t1"),)
+    assert verification_tiers(task, ("p-mid",), base) == (("p-mid",),)
+
+
+def test_a_candidate_failing_a_cheap_case_never_reaches_the_costly_tier():
+    task, base = _task(), _base()
+    tiers = verification_tiers(task, search_verification_cases(task, base), base)
+    good = Candidate("x = 1\n", "r")
+    cheap_fail = Candidate("x = 2  # wrong on t1\n", "r")
+    late_fail = Candidate("x = 3  # wrong on p-mid\n", "r")
+    log = []
+    pool = [FakeEvaluator(log), FakeEvaluator(log)]
+    got = verify_cascade(pool, task, ORIGINAL, [good, cheap_fail, late_fail], tiers)
+    assert got[good.hash].status is Status.OK
+    assert got[cheap_fail.hash].status is Status.MISMATCH
+    assert got[cheap_fail.hash].failure.case_id == "t1"
+    assert got[late_fail.hash].status is Status.MISMATCH
+    assert got[late_fail.hash].failure.case_id == "p-mid"
+    asked = {}
+    for h, ids in log:
+        asked.setdefault(h, set()).update(ids)
+    assert "p-mid" not in asked[cheap_fail.hash]
+    assert "p-mid" in asked[good.hash] and "p-mid" in asked[late_fail.hash]
+
+
+def test_the_cascade_costs_fewer_case_runs_when_candidates_fail_cheaply():
+    """Structure, not speed: a round of 6 candidates, 4 wrong on a correctness case. Verified on
+    every case at once: 6 requests x 4 cases = 24 case runs, 6 of them on the costlier
+    performance case. In the cascade: 6 x 3 + 2 x 1 = 20 case runs, 2 on it."""
+    task, base = _task(), _base()
+    ids = search_verification_cases(task, base)
+    cands = [Candidate(f"x = {i}\n", "r") for i in range(2)] + [
+        Candidate(f"x = {i}  # wrong on t0\n", "r") for i in range(2, 6)]
+    flat_log, cascade_log = [], []
+    verify_cascade([FakeEvaluator(flat_log)], task, ORIGINAL, cands, (ids,))
+    verify_cascade([FakeEvaluator(cascade_log)], task, ORIGINAL, cands,
+                   verification_tiers(task, ids, base))
+    runs = lambda log: sum(len(c) for _, c in log)            # noqa: E731
+    on_mid = lambda log: sum("p-mid" in c for _, c in log)    # noqa: E731
+    assert (len(flat_log), runs(flat_log), on_mid(flat_log)) == (6, 24, 6)
+    assert (len(cascade_log), runs(cascade_log), on_mid(cascade_log)) == (8, 20, 2)
+
+
+def test_an_out_of_memory_beside_other_workers_is_verified_again_alone():
+    task = _task()
+    log = []
+
+    class Crowded(FakeEvaluator):
+        def evaluate(self, task, variants, *, purpose, case_ids, **kwargs):
+            if purpose == "verify":
+                self.log.append((variants[1].hash, tuple(case_ids)))
+                r = VariantResult("candidate", variants[1].hash, Status.OOM, Failure(Status.OOM, "oom"))
+                return SimpleNamespace(result=lambda name: r)
+            return super().evaluate(task, variants, purpose=purpose, case_ids=case_ids)
+
+    alone = FakeEvaluator(log)
+    got = verify_cascade([alone, Crowded(log)], task, ORIGINAL,
+                         [Candidate("x = 1\n", "r"), Candidate("x = 2\n", "r")], (("t0",),))
+    assert all(r.status is Status.OK for r in got.values())
+
+
+def test_no_request_starts_once_the_budget_leaves_no_room_and_the_rest_are_skipped_not_failed():
+    from tritonforge.search.cascade import OUT_OF_TIME
+
+    task, base = _task(), _base()
+    tiers = verification_tiers(task, search_verification_cases(task, base), base)
+    cands = [Candidate(f"x = {i}\n", "r") for i in range(4)]
+    log = []
+    room = iter([True, True, False, False, False, False, False])
+    got = verify_cascade([FakeEvaluator(log)], task, ORIGINAL, cands, tiers,
+                         in_time=lambda got: next(room))
+    assert len(log) == 2                              # two cheap-tier requests, then none
+    # the two never asked, and the two verified on the cheap tier only (no time for the
+    # costly one): none counts as verified, none as failed
+    assert all(r.status is Status.SKIPPED and r.failure.reason == OUT_OF_TIME
+               for r in got.values())
+    assert all(ids == tiers[0] for _, ids in log)

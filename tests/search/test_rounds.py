@@ -1,0 +1,198 @@
+"""One round as a function of the search's state (search.rounds.run_round) with fake stages:
+what an acceptance, a round without gain and a round with nothing proposed make of the state;
+the config-search flag reaching the proposers; the loop's rounds under the budget policy (a
+fake clock) and the one round of configuration search when nothing new is proposed."""
+
+from types import SimpleNamespace
+
+from tritonforge.model import (
+    Candidate, Case, CaseRole, HardwareInfo, SpecCall, Status, Task, Timing, TimingMethod,
+    VariantResult,
+)
+from tritonforge.search.arbiter import ArbiterPolicy
+from tritonforge.search.budget import BudgetPolicy
+from tritonforge.search.phases import PhaseClock
+from tritonforge.search.rounds import RoundEnv, run_round
+from tritonforge.search.state import SearchState
+
+ORIGINAL = Candidate("x = 0\n", "original")
+TASK = Task("t", ORIGINAL.source, ("f",), (Case("c", CaseRole.CORRECTNESS, SpecCall("f")),
+                                            Case("p", CaseRole.PERFORMANCE, SpecCall("f"))), "test")
+
+
+def _timed(name, h, ms):
+    return VariantResult(name, h, Status.OK, timings=(
+        Timing("p", name, TimingMethod.CUDA_EVENTS, tuple(ms * (1 + 0.001 * i) for i in range(9))),))
+
+
+class FakeStages:
+    """Proposes ``proposals[round]`` (a list of (source, ms) pairs: a source with "wrong" fails
+    verification), times each candidate at its ms and the incumbent at ``incumbent_ms``."""
+
+    def __init__(self, proposals, incumbent_ms=1.0):
+        self.proposals, self.incumbent_ms = proposals, incumbent_ms
+        self.contexts, self.verified, self.timed = [], [], []
+        self.store, self.profile, self.interpreted, self.per_round = None, None, False, 6
+        self.ms = {}
+
+    def progress(self, line):
+        pass
+
+    def _propose(self, ctx):
+        self.contexts.append(ctx)
+        out = []
+        for src, ms in self.proposals.get(ctx.round, []):
+            c = Candidate(src, "fake", ctx.incumbent.hash, src.strip())
+            self.ms[c.hash] = ms
+            out.append(c)
+        return out
+
+    def _prune(self, task, incumbent, cands, hardware, history, notes):
+        return cands
+
+    def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+        self.verified.append([c.hash for c in cands])
+        return {c.hash: VariantResult("candidate", c.hash,
+                                      Status.MISMATCH if "wrong" in c.source else Status.OK)
+                for c in cands}
+
+    def _cases_the_original_crashes(self, *a):
+        return set()
+
+    def _repair_failed(self, *a):
+        return []
+
+    def _time(self, task, incumbent, cands, case_ids):
+        self.timed.append([c.hash for c in cands])
+        results = {"incumbent": _timed("incumbent", incumbent.hash, self.incumbent_ms)}
+        results.update({f"c{i}": _timed(f"c{i}", c.hash, self.ms[c.hash]) for i, c in enumerate(cands)})
+        return SimpleNamespace(result=results.__getitem__)
+
+
+def _env(stages, events=None):
+    estimate = SimpleNamespace(observe=lambda *a: None, seconds=lambda ids: 10.0)
+    emit = (lambda phase, **kw: events.append((phase, kw))) if events is not None else (lambda *a, **k: None)
+    return RoundEnv(stages, ArbiterPolicy(), PhaseClock(), estimate, HardwareInfo("fake", False),
+                    lambda d: False, emit, 1.05, 2)
+
+
+def _state(**kw):
+    return SearchState(TASK, ORIGINAL, ORIGINAL, ("p",), (("c",), ("p",)), **kw)
+
+
+def test_an_accepted_candidate_becomes_the_incumbent_and_joins_the_chain():
+    stages, events = FakeStages({1: [("x = 1\n", 0.5), ("x = 2\n", 0.8), ("x = 3 wrong\n", 0.1)]}), []
+    out = run_round(_state(), _env(stages, events))
+    s = out.state
+    assert out.stop is None and s.round == 1 and s.stale == 0
+    assert s.incumbent.source == "x = 1\n" and s.chain == (s.incumbent,)
+    assert 1.9 < s.factor < 2.1
+    assert len(stages.timed[0]) == 2                    # the wrong one was never timed
+    assert [h.status for h in s.history].count(Status.MISMATCH) == 1
+    assert s.tried == 3 and len(s.runners) == 1         # 1.25x, beaten in its round
+    assert [p for p, _ in events][:3] == ["propose", "verify", "repair"]
+    assert any(kw.get("best_speedup") for p, kw in events if p == "time")
+
+
+def test_a_round_without_gain_counts_towards_patience():
+    stages = FakeStages({1: [("x = 1\n", 1.0)], 2: [("x = 2\n", 1.2)]})
+    s = run_round(_state(patience=2), _env(stages)).state
+    assert s.stale == 1 and s.incumbent is ORIGINAL
+    out = run_round(s, _env(stages))
+    assert out.stop == "no gain for 2 rounds" and out.state.round == 2
+
+
+def test_nothing_proposed_stops_without_counting_a_round():
+    out = run_round(_state(), _env(FakeStages({})))
+    assert out.stop == "no new candidates" and out.state.round == 0
+
+
+def test_the_config_search_flag_reaches_the_proposers_once():
+    stages = FakeStages({1: [("x = 1\n", 1.0)]})
+    s = run_round(_state(config_search=True), _env(stages)).state
+    assert stages.contexts[0].config_search_only
+    assert s.config_search_done and not s.config_search
+
+
+def test_the_state_is_a_value_a_round_does_not_change_it():
+    before = _state()
+    run_round(before, _env(FakeStages({1: [("x = 1\n", 0.5)]})))
+    assert before.round == 0 and before.chain == () and before.history == ()
+
+
+def test_nothing_proposed_asks_once_for_a_config_search(monkeypatch):
+    """The proposers find nothing (a diagnosis near the roofline, say); the loop asks them once
+    more with ``config_search_only`` set, and a config found then is judged like any other."""
+    from tritonforge.search.loop import Optimizer
+
+    class ConfigOnly(FakeStages):
+        def _propose(self, ctx):
+            self.contexts.append(ctx)
+            if not ctx.config_search_only:
+                return []
+            c = Candidate("x = 9  # num_warps\n", "config", ctx.incumbent.hash, "num_warps 8")
+            self.ms[c.hash] = 0.8
+            return [c]
+
+    stages = ConfigOnly({})
+    opt = Optimizer.__new__(Optimizer)
+    opt.interpreted = False
+    clock = [0.0]
+    state, stop = opt._rounds(_state(patience=1), _env(stages), BudgetPolicy(100.0, lambda: clock[0]), 8)
+    assert [c.config_search_only for c in stages.contexts] == [False, True, False]
+    assert state.chain and state.chain[0].description == "num_warps 8"
+    assert stop == "no new candidates" and state.config_search_done
+
+
+def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
+    from tritonforge.search.loop import Optimizer
+
+    clock = [0.0]
+
+    class Slow(FakeStages):
+        def _time(self, *a):
+            clock[0] += 40.0                    # each round's timing: 40 s on the fake clock
+            return super()._time(*a)
+
+    stages = Slow({r: [(f"x = {r}\n", 1.0 / (r + 1))] for r in range(1, 9)})
+    opt = Optimizer.__new__(Optimizer)
+    opt.interpreted = False
+    env = _env(stages)
+    import tritonforge.search.rounds as rounds_mod
+    saved = rounds_mod._busy_s
+    rounds_mod._busy_s = lambda since, blocked: 40.0
+    try:
+        state, stop = opt._rounds(_state(patience=2), env, BudgetPolicy(120.0, lambda: clock[0]), 8)
+    finally:
+        rounds_mod._busy_s = saved
+    # 40 s, then 80 s: a third round (40 s) and the 10 s final check would end at 130 s
+    assert stop == "time budget spent" and state.round == 2
+    assert any("round 3 not started" in n for n in state.notes)
+
+
+def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
+    """The final check no longer fits: round 1 keeps verifying until a candidate passes (else
+    the record's fixed cost bought nothing); a later round starts no request at all."""
+    from tritonforge.search.cascade import verify_pool
+    from tritonforge.search.rounds import _verify_while
+
+    class Pool:
+        def __init__(self):
+            self.asked = []
+
+        def evaluate(self, task, variants, **kwargs):
+            self.asked.append(variants[1].source)
+            status = Status.MISMATCH if "wrong" in variants[1].source else Status.OK
+            r = VariantResult("candidate", variants[1].hash, status)
+            return SimpleNamespace(result=lambda name: r)
+
+    env = SimpleNamespace(in_time=lambda: False)
+    cands = [Candidate(s, "r") for s in ("x = 1 wrong\n", "x = 2\n", "x = 3\n", "x = 4\n")]
+    pool = Pool()
+    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 1))
+    assert pool.asked == ["x = 1 wrong\n", "x = 2\n"]
+    assert [got[c.hash].status for c in cands] == [Status.MISMATCH, Status.OK, Status.SKIPPED,
+                                                   Status.SKIPPED]
+    pool = Pool()
+    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 2))
+    assert pool.asked == [] and all(r.status is Status.SKIPPED for r in got.values())
