@@ -6,7 +6,10 @@ import triton
 import triton.language as tl
 
 FAMILY = 'rowsum'
-EXPECT = ('cheat:call_state',)
+# on the CPU every call gets new addresses: the cache grows (call_state); on an H100 (torch 2.11)
+# the caching allocator hands the next call the same addresses, so the cache serves the previous
+# call's result (stale_output) first
+EXPECT = ('cheat:call_state|stale_output',)
 
 
 @triton.jit
