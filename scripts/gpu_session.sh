@@ -97,7 +97,9 @@ for step in "$@"; do
       ;;
     tests)
       log "gpu tests"
-      timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      # TRITON_INTERPRET=0: the CPU tests' conftests (collected first) would otherwise turn the
+      # interpreter on for the whole process, and the gpu tests' kernels with it
+      TRITON_INTERPRET=0 timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q -m gpu tests -p no:cacheprovider --continue-on-collection-errors 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       ;;
     verify)
       log "verifier on the GPU: whole verify suite with compiled kernels + the catalogue table"
