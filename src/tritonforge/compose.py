@@ -24,6 +24,10 @@ from .store import RunStore
 
 log = logging.getLogger(__name__)
 
+# generated cases (testgen.augment) take 5-36 s a TritonBench-G record on an H100 (torch 2.11),
+# counted in the record's budget: at most this share of it
+GENERATED_CASES_SHARE = 0.25
+
 
 @dataclass(frozen=True)
 class SessionOptions:
@@ -113,8 +117,14 @@ class OptimizeSession:
         proposers: list = []
         try:
             # odd sizes and value/layout variety: cases its own tests lack (Settings.generated_cases)
-            task = with_generated_cases(task, self.settings, self.work_dir / "generated",
-                                        self.evaluators[0], progress)
+            # their tracing and validation count in the record's budget: at most a quarter of it
+            started = time.monotonic()
+            task = with_generated_cases(
+                task, self.settings, self.work_dir / "generated", self.evaluators[0], progress,
+                budget_s=None if budget_s is None
+                else min(self.settings.generated_cases_budget_s, GENERATED_CASES_SHARE * budget_s))
+            if budget_s is not None:
+                budget_s = max(budget_s - (time.monotonic() - started), 0.0)
             proposers = build_proposers(self.settings, self.work_dir)
             optimizer = Optimizer(task, self.settings, self.evaluators, proposers, self.store,
                                   progress, make_final_evaluator=self.final_pool,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..model import CapturedCall, Case, CaseRole, SpecCall, Task, TensorSpec, TestSectionCall
+from ..model.progress import ProgressEvent, ProgressSink
 from ..runtime.evaluator import Evaluator
 from ..runtime.hardware import resolve_device
 from .cases import VARIETIES
@@ -181,19 +182,27 @@ def _module_name(name: str) -> str:
 
 
 def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
-                         evaluator: Evaluator | None = None, progress=lambda line: None) -> Task:
+                         evaluator: Evaluator | None = None,
+                         progress: ProgressSink | None = None,
+                         budget_s: float | None = None) -> Task:
     """``task`` with generated cases when ``settings.generated_cases`` is on ("auto": on the GPU)
-    (the entry points' hook before a search), saying in one ``progress`` line what was added and
-    dropped."""
+    (the entry points' hook before a search), saying in one ``progress`` event what was added and
+    dropped. ``budget_s`` bounds the tracing and validation (default:
+    ``settings.generated_cases_budget_s``)."""
     if settings.generated_cases == "off":
         return task
     device = evaluator.device if evaluator is not None else resolve_device(settings.device)
     if settings.generated_cases == "auto" and device == "cpu":
         return task
     aug = augment_task(task, settings, work_dir, device=device, evaluator=evaluator,
-                       options=AugmentOptions(budget_s=settings.generated_cases_budget_s))
+                       options=AugmentOptions(budget_s=settings.generated_cases_budget_s
+                                              if budget_s is None else budget_s))
     failed = sum(d.refused for d in aug.dropped)
-    progress(f"{task.name}: {len(aug.added)} generated case(s) added in {aug.seconds:.0f} s"
-             + (f", {failed} dropped (the original fails them)" if failed else "")
-             + (f"; {aug.notes[0][:120]}" if not aug.added and aug.notes else ""))
+    if progress is not None:
+        progress(ProgressEvent(
+            phase="cases", elapsed_s=aug.seconds,
+            message=f"{task.name}: {len(aug.added)} generated case(s) added in "
+                    f"{aug.seconds:.0f} s"
+                    + (f", {failed} dropped (the original fails them)" if failed else "")
+                    + (f"; {aug.notes[0][:120]}" if not aug.added and aug.notes else "")))
     return aug.task
