@@ -147,3 +147,9 @@ def test_isolation_ratio_is_beside_over_the_mean_alone_and_drift_is_alone_again_
     c = IsolationCase("k", "p", alone_ms=1.0, beside_ms=1.03, alone_again_ms=1.02)
     assert math.isclose(c.ratio, 1.03 / 1.01) and math.isclose(c.drift, 1.02) and c.long
     assert not IsolationCase("k", "p", 0.01, 0.01, 0.01).long          # under 50 us
+
+
+def test_the_named_engine_commit_wins_over_a_stale_checkouts_git():
+    # the package's own checkout has git history: the variable still names the engine
+    named = engine_id(env={"TRITONFORGE_ENGINE_COMMIT": "c0ffee" * 7})
+    assert named.commit == "c0ffeec0ffee"

@@ -2,8 +2,9 @@
 
 A published figure must come from one engine commit: a record optimized by another engine (a
 fix between two device calls) is a different experiment. The commit is the last commit of the
-package's checkout that changed the package (``git log -1 -- src/tritonforge``), or ``$TRITONFORGE_ENGINE_COMMIT`` where the tree travels without ``.git``
-(a GPU machine gets a copy of the working tree), or, with neither, the package version. The
+package's checkout that changed the package (``git log -1 -- src/tritonforge``), unless
+``$TRITONFORGE_ENGINE_COMMIT`` names it (a GPU machine gets a copy of the working tree, without
+``.git`` or inside a stale checkout), or, with neither, the package version. The
 check itself compares a hash of every Python source of the package, which exists everywhere and
 also catches uncommitted edits; the commit is what a reader is told.
 """
@@ -67,12 +68,14 @@ def engine_id(package_dir: Path = PACKAGE_DIR, env: dict | None = None) -> Engin
     sources = source_hash(package_dir)
     # the last commit that changed the package: commits of records and results between two
     # calls of one pass do not change the engine
+    # the variable comes first: a GPU machine's copy of the tree may sit in a stale checkout
+    # whose git names another commit (seen on an H100: a commit of the day before)
+    if env.get("TRITONFORGE_ENGINE_COMMIT"):
+        return EngineId(env["TRITONFORGE_ENGINE_COMMIT"][:12], sources)
     head = _git(package_dir, "log", "-1", "--format=%H", "--", ".")
     if head:
         dirty = _git(package_dir, "status", "--porcelain", "--", ".")
         return EngineId(head[:12] + ("+dirty" if dirty else ""), sources)
-    if env.get("TRITONFORGE_ENGINE_COMMIT"):
-        return EngineId(env["TRITONFORGE_ENGINE_COMMIT"][:12], sources)
     return EngineId(f"v{_version()}", sources)
 
 
