@@ -132,3 +132,16 @@ def test_no_request_starts_once_the_budget_leaves_no_room_and_the_rest_are_skipp
     assert all(r.status is Status.SKIPPED and r.failure.reason == OUT_OF_TIME
                for r in got.values())
     assert all(ids == tiers[0] for _, ids in log)
+
+
+def test_the_largest_performance_case_is_the_last_tier_before_the_search_accepts():
+    from tritonforge.search.cases import largest_performance_case
+
+    task, base = _task(), _base()
+    ids = search_verification_cases(task, base)
+    ids += largest_performance_case(task, base, ids)
+    assert ids[-1] == "p-big"
+    assert verification_tiers(task, ids, base)[-1] == ("p-mid", "p-big")
+    assert largest_performance_case(task, base, ids) == ()          # already chosen
+    untimed = VariantResult("original", "o", Status.OK)
+    assert largest_performance_case(task, untimed, ()) == ()        # the interpreter: no timings

@@ -81,6 +81,20 @@ def search_verification_cases(task: Task, baseline: VariantResult, count: int = 
     return tuple(c.id for c in task.correctness_cases) + tuple(perf[:count])
 
 
+def largest_performance_case(task: Task, baseline: VariantResult,
+                             chosen: tuple[str, ...]) -> tuple[str, ...]:
+    """The performance case where the original takes longest, where ``chosen`` lacks it: the
+    cascade's last tier, so that a candidate the search accepts and builds on has been verified
+    at the largest size too (a K loop capped at 512 or a grid capped at 8192 elements is right on
+    every small case). Empty without timings (the CPU interpreter)."""
+    timed = [(t.median_ms, t.case_id) for t in baseline.timings
+             if t.median_ms and t.case_id in {c.id for c in task.performance_cases}]
+    if not timed:
+        return ()
+    largest = max(timed)[1]
+    return () if largest in chosen else (largest,)
+
+
 PROFILE_TARGET_MS = 1.0
 
 

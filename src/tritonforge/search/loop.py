@@ -29,7 +29,8 @@ from .budget import BudgetPolicy, FinalCheckEstimate, autotune_first_run_s
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
-    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases, profile_case,
+    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases,
+    largest_performance_case, profile_case,
     representative_cases, restrict_to_runnable, search_verification_cases, verification_tiers,
 )
 from .ahead import CompileAhead
@@ -205,6 +206,7 @@ class Optimizer:
             return early("the original runs on no performance case")
         search_ids = representative_cases(task, base)
         verify_ids = search_verification_cases(task, base)
+        verify_ids += largest_performance_case(task, base, verify_ids)
         estimate = FinalCheckEstimate({t.case_id: t.median_ms for t in base.timings},
                                       timing_plan(self.settings), final_check_plan(self.settings))
         perf_ids = lambda: tuple(c.id for c in state.task.performance_cases)  # noqa: E731
