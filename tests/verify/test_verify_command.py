@@ -79,9 +79,6 @@ def test_bad_input_exits_2(work, capsys):
     assert "missing.py does not exist" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(reason="testgen's own cases hold no magnitude past 88 until its case variety "
-                          "(large/tiny magnitudes, exact zeros) lands; a hand-written spec with "
-                          "scale=100 catches it (catalogue: softmax_no_max)", strict=False)
 def test_no_max_subtraction_is_caught_by_testgen_cases_alone(work, capsys):
     if not Path(_spec(work)).exists():
         _verify(work, "honest_warps.py", capsys)
