@@ -182,3 +182,16 @@ class Task:
 def content_hash(text: str) -> str:
     """Short, stable content address of a source text (sha256, 16 hex digits)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def spec_elements(value: object) -> int:
+    """Elements of the tensors a recipe's argument describes (``TensorSpec``s, nested in tuples);
+    other values count 0."""
+    if isinstance(value, TensorSpec):
+        n = 1
+        for d in value.shape:
+            n *= d
+        return n
+    if isinstance(value, tuple):
+        return sum(spec_elements(v) for v in value)
+    return 0

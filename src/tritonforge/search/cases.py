@@ -12,8 +12,9 @@ import math
 from dataclasses import replace
 
 from ..model import (
-    CaseRole, Diagnosis, PerfScriptCall, Profile, SpecCall, Task, TensorSpec, VariantResult,
+    CaseRole, Diagnosis, PerfScriptCall, Profile, SpecCall, Task, VariantResult,
 )
+from ..model.task import spec_elements
 from ..profile.rules import OUTSIDE_DOMINANT
 
 INTERPRETER_MAX_ELEMENTS = 1 << 16
@@ -27,16 +28,6 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
     timings mean nothing, so only small ones are kept (as correctness checks): spec cases and
     performance-script inputs whose tensors hold at most ``INTERPRETER_MAX_ELEMENTS`` elements."""
 
-    def elements(value: object) -> int:
-        if isinstance(value, TensorSpec):
-            n = 1
-            for d in value.shape:
-                n *= d
-            return n
-        if isinstance(value, tuple):
-            return sum(elements(v) for v in value)
-        return 0
-
     # a performance script builds every input at once, on the host: only a script whose inputs
     # all fit in a few hundred MB is run, even for its small ones
     script_elements: dict[str, int] = {}
@@ -49,7 +40,7 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
     for case in task.cases:
         if case.role is CaseRole.CORRECTNESS:
             kept.append(case)
-        elif isinstance(case.recipe, SpecCall) and elements(
+        elif isinstance(case.recipe, SpecCall) and spec_elements(
                 (case.recipe.args, tuple(v for _, v in case.recipe.kwargs))) <= INTERPRETER_MAX_ELEMENTS:
             kept.append(replace(case, role=CaseRole.CORRECTNESS))
         elif (isinstance(case.recipe, PerfScriptCall) and case.recipe.elements is not None

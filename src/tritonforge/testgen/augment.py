@@ -27,8 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Settings
-from ..model import CapturedCall, Case, CaseRole, SpecCall, Task, TensorSpec, TestSectionCall
+from ..model import CapturedCall, Case, CaseRole, SpecCall, Task, TestSectionCall
 from ..model.progress import ProgressEvent, ProgressSink
+from ..model.task import spec_elements
 from ..runtime.evaluator import Evaluator
 from ..runtime.hardware import resolve_device
 from .cases import VARIETIES
@@ -71,17 +72,6 @@ class Augmented:
     traced: bool = False                   # a driver ran and recorded kernel-launching calls
 
 
-def _elements(value: object) -> int:
-    if isinstance(value, TensorSpec):
-        n = 1
-        for d in value.shape:
-            n *= d
-        return n
-    if isinstance(value, tuple):
-        return sum(_elements(v) for v in value)
-    return 0
-
-
 def driver_source(task: Task, options: AugmentOptions = AugmentOptions()) -> str:
     """Code that makes the calls the task's cases make, run in a copy of its module's namespace:
     its test sections and captured-call sources once each, and its smallest spec calls with
@@ -93,7 +83,7 @@ def driver_source(task: Task, options: AugmentOptions = AugmentOptions()) -> str
         if isinstance(r, (TestSectionCall, CapturedCall)) and r.source not in seen:
             seen.add(r.source)
             blocks.append(r.source)
-    specs = sorted(((_elements((c.recipe.args, tuple(v for _, v in c.recipe.kwargs))), c.id, c.recipe)
+    specs = sorted(((spec_elements((c.recipe.args, tuple(v for _, v in c.recipe.kwargs))), c.id, c.recipe)
                     for c in task.cases if isinstance(c.recipe, SpecCall)), key=lambda t: (t[0], t[1]))
     specs = [s for s in specs if s[0] <= options.max_spec_elements][: options.max_spec_calls]
     if specs:

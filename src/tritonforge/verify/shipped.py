@@ -172,18 +172,26 @@ def run_probe(module: types.ModuleType, plan: ProbePlan, make_invocation: MakeIn
     return out
 
 
-def unwritten_masks(module: types.ModuleType, case: Case, seed: int,
-                    make_invocation: MakeInvocation, device: str,
-                    inputs: dict[str, torch.Tensor] | None,
-                    sync: Callable[[], None] | None) -> dict[str, torch.Tensor]:
-    """Returned floating tensors' positions the ORIGINAL leaves unwritten: NaN after one call of
-    it under poisoned allocations on ``inputs`` (``{path: bool mask}``, only where any)."""
+def _invocation_on(module: types.ModuleType, case: Case, seed: int,
+                   make_invocation: MakeInvocation, device: str,
+                   inputs: dict[str, torch.Tensor] | None) -> tuple[Any, dict[str, torch.Tensor]]:
+    """A fresh invocation of (case, seed) whose arguments hold ``inputs`` where given."""
     inv = make_invocation(module, case, seed, device)
     tensors = dict(iter_tensors(inv.arguments, "arg"))
     with torch.no_grad():
         for path, t in tensors.items():
             if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
                 t.copy_(inputs[path])
+    return inv, tensors
+
+
+def unwritten_masks(module: types.ModuleType, case: Case, seed: int,
+                    make_invocation: MakeInvocation, device: str,
+                    inputs: dict[str, torch.Tensor] | None,
+                    sync: Callable[[], None] | None) -> dict[str, torch.Tensor]:
+    """Returned floating tensors' positions the ORIGINAL leaves unwritten: NaN after one call of
+    it under poisoned allocations on ``inputs`` (``{path: bool mask}``, only where any)."""
+    inv, tensors = _invocation_on(module, case, seed, make_invocation, device, inputs)
     _seed(seed)
     with poison_allocations():
         result = inv.call()
@@ -245,12 +253,7 @@ def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocatio
                  sync: Callable[[], None] | None) -> tuple[Any, dict[str, torch.Tensor]]:
     """One bare call (``Invocation.timed``) on fresh inputs of (case, seed), ``inputs`` imposed:
     (cloned result, cloned arguments)."""
-    inv = make_invocation(module, case, seed, device)
-    tensors = dict(iter_tensors(inv.arguments, "arg"))
-    with torch.no_grad():
-        for path, t in tensors.items():
-            if inputs is not None and path in inputs and not bitwise_equal(t, inputs[path]):
-                t.copy_(inputs[path])
+    inv, tensors = _invocation_on(module, case, seed, make_invocation, device, inputs)
     pristine = {p: clone_tree(t) for p, t in tensors.items()} if inputs is None else inputs
     fn = getattr(inv, "timed", None) or inv.call
     _seed(seed)
