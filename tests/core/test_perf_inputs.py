@@ -253,3 +253,10 @@ def test_a_set_that_cannot_be_stored_is_built_by_each_worker_without_waiting(tmp
 
 def stored_nothing(folder: Path) -> bool:
     return perf_inputs.stored_count(folder) is None and not folder.exists()
+
+
+def test_the_disk_reserve_is_a_quarter_between_8_and_32_gib():
+    gib = 2**30
+    assert perf_inputs.reserve_bytes(64 * gib) == 16 * gib      # the GPU machine's disk
+    assert perf_inputs.reserve_bytes(16 * gib) == 8 * gib
+    assert perf_inputs.reserve_bytes(252 * 10**9) == 32 * gib

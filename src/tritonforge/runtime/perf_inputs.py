@@ -63,7 +63,9 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 def on_host_only(inputs: list[Any]) -> bool:
     """Every tensor of every size lives on the CPU (and there is at least one)."""
     found = [t for value in inputs for t in _tensors(value)]
-    return bool(found) and all(t.device.type == "cpu" for t in found)
+    # is_cpu, not device.type: on the CPU interpreter the shim (runtime.cpu_shim) tells code
+    # that reads ``device`` its tensors are CUDA, and nothing would be stored
+    return bool(found) and all(t.is_cpu for t in found)
 
 
 def lock_path(folder: Path) -> Path:
@@ -92,17 +94,25 @@ def load(folder: Path, index: int) -> Any:
     return torch.load(folder / f"{index}.pt", mmap=True, weights_only=False)
 
 
-RESERVE_FRACTION = 0.25          # of the disk, left free whatever the inputs need
+RESERVE_FRACTION = 0.25          # of the disk, left free whatever the inputs need ...
+RESERVE_MIN, RESERVE_MAX = 8 * 2**30, 32 * 2**30     # ... but at least 8 and at most 32 GiB
+
+
+def reserve_bytes(total: int) -> int:
+    """What a stored set must leave free: a quarter of the disk (16 GiB of the GPU machine's 64),
+    at least 8 GiB, at most 32 GiB (a quarter of a 252 GB disk with 62 GB free refused a 1 KB
+    set)."""
+    return int(min(max(RESERVE_FRACTION * total, RESERVE_MIN), RESERVE_MAX))
 
 
 def fits_on_disk(folder: Path, inputs: list[Any]) -> bool:
-    """The set fits with a quarter of the disk (and at least 8 GiB) still free afterwards."""
+    """The set fits with ``reserve_bytes`` of the disk still free afterwards."""
     need = sum(t.numel() * t.element_size() for value in inputs for t in _tensors(value))
     probe = folder
     while not probe.exists():
         probe = probe.parent
     usage = shutil.disk_usage(probe)
-    return usage.free - need > max(RESERVE_FRACTION * usage.total, 8 * 2**30)
+    return usage.free - need > reserve_bytes(usage.total)
 
 
 def _remove_leftovers(folder: Path) -> None:
