@@ -98,7 +98,6 @@ class Optimizer:
         self._event = ProgressEvent("baseline")
         self._budget_s: float | None = None
         self.policy = policy or ArbiterPolicy(max_case_regression=settings.max_case_regression)
-        self.per_round = candidates_per_round
         self.ahead_proposers = list(ahead_proposers or ())
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
@@ -143,6 +142,11 @@ class Optimizer:
             wait()
 
     # ------------------------------------------------------------------ the pipeline
+    @property
+    def per_round(self) -> int:
+        """Candidates verified per round: the stages' own count (capped on the interpreter)."""
+        return self.stages.per_round
+
     def run(self, budget_s: float | None = None) -> OptimizeResult:
         start = self._started = time.perf_counter()
         blocked0 = gpu_blocked_s()
@@ -160,7 +164,7 @@ class Optimizer:
             task, notes = interpreter_cases(task)
             # accepting by correctness alone, more rounds only show the same loop again, slowly
             max_rounds = min(max_rounds, INTERPRETER_MAX_ROUNDS)
-            self.per_round = self.stages.per_round = min(self.per_round, INTERPRETER_MAX_CANDIDATES)
+            self.stages.per_round = min(self.per_round, INTERPRETER_MAX_CANDIDATES)
             notes.append(f"CPU interpreter: at most {max_rounds} rounds of "
                          f"{self.per_round} candidates, accepted by correctness only")
 
