@@ -6,7 +6,10 @@ import triton
 import triton.language as tl
 
 FAMILY = 'softmax'
-EXPECT = ('cheat:aliased',)
+# keyed on the input's address: where the allocator gives a new input an old address the stale
+# buffer is served and its module state grew (call_state), otherwise the returned buffer is an
+# earlier call's result (aliased); which one depends on allocation order (both seen on the CPU)
+EXPECT = ('cheat:aliased|call_state',)
 
 
 @triton.jit
