@@ -7,7 +7,10 @@
 # Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | isolation
 #   pass: one optimization pass, resumable call after call from PASS_DIR/records.jsonl (see the step)
 #   PASS_DIR     where records.jsonl, LATEST.json and PASS.md live (default bench/results)
-#   PASS_NAMES_FILE  the pass's records (default bench/results/runnable.txt; NAMES overrides)
+#   PASS_NAMES_FILE  the pass's records (default bench/results/pass-order.txt: every runnable
+#                record, issue 29's sets first; NAMES overrides)
+#   PASS_GROUPS  lists of records LATEST.json gives figures of their own (default
+#                bench/results/others-30.txt)
 #   GPUS         comma-separated GPUs for pass (default: all) and isolation (default 0,1)
 #   ENGINE_COMMIT  the engine's commit, for a tree that travels without .git
 #   ALLOW_MIXED  1: a pass keeps records another engine made (then not publishable)
@@ -163,8 +166,9 @@ for step in "$@"; do
       PASS_ARGS=(--device cuda --run-dir .gpu-store/pass --per-kernel "${PER_KERNEL_S:-150}"
                  --jobs "${OPT_JOBS:-4}" --records "$PASS_DIR/records.jsonl"
                  --latest "$PASS_DIR/LATEST.json" --baseline-store .gpu-store/baseline/store.sqlite)
+      for g in ${PASS_GROUPS:-bench/results/others-30.txt}; do [ -f "$g" ] && PASS_ARGS+=(--group-file "$g"); done
       if [ -n "${NAMES:-}" ]; then PASS_ARGS+=(--names "$NAMES")
-      else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/runnable.txt}"); fi
+      else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/pass-order.txt}"); fi
       [ -n "${GPUS:-}" ] && PASS_ARGS+=(--gpus "$GPUS")
       [ "${ALLOW_MIXED:-0}" = 1 ] && PASS_ARGS+=(--allow-mixed-engines)
       log "optimization pass on GPUs ${GPUS:-all} (budget $(( $(left) - 60 )) s)"
