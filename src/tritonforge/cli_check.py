@@ -44,6 +44,7 @@ def add_check_parser(sub, common, fraction) -> None:
 def run_check(args: argparse.Namespace, settings) -> int:
     from . import ci_check
     from .api import check_writable_dir, load_task
+
     run_dir = check_writable_dir(settings.run_dir, "--run-dir")
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
         if path:

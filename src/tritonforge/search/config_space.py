@@ -208,6 +208,7 @@ def autotune_space(analysis: Any, kernel_name: str, pick: Any = None,
     chose on the profiled case; else its first config): its tile sizes, num_warps, num_stages.
     None when its configs are not a list of literal ``triton.Config`` calls."""
     from ..transforms.autotune_widen import existing_specs
+
     kernel = analysis.kernel(kernel_name)
     specs = existing_specs(kernel)
     if isinstance(specs, str) or not specs or not analysis.sites_of(kernel_name):

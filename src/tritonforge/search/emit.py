@@ -40,6 +40,7 @@ def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs
     default unknown) decide which configs cannot fit and are left out."""
     from ..transforms import get
     from ..transforms.configs import ConfigSpec
+
     limits = limits or limits_for_hardware(None)
 
     per_kernel: dict[str, list[ConfigSpec]] = {}

@@ -321,6 +321,7 @@ class RuleProposer:
         that may fit the device, at most 8 (None: the list cannot be read, let the transform
         say why; [] : none fits)."""
         from ..transforms.autotune_widen import existing_specs
+
         info = analysis.kernel(kernel)
         specs = existing_specs(info)
         if isinstance(specs, str):
