@@ -7,9 +7,14 @@
 # Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | isolation
 #   pass: one optimization pass, resumable call after call from PASS_DIR/records.jsonl (see the step)
 #   PASS_DIR     where records.jsonl, LATEST.json and PASS.md live (default bench/results)
-#   PASS_NAMES_FILE  the pass's records (default bench/results/runnable.txt; NAMES overrides)
+#   PASS_NAMES_FILE  the pass's records (default bench/results/pass-order.txt: every runnable
+#                record, issue 29's sets first; NAMES overrides)
+#   PASS_GROUPS  lists of records LATEST.json gives figures of their own (default
+#                bench/results/others-30.txt)
 #   GPUS         comma-separated GPUs for pass (default: all) and isolation (default 0,1)
 #   ENGINE_COMMIT  the engine's commit, for a tree that travels without .git
+#   ENGINE_TREE  a carried folder with the engine to run (scripts/pin_engine.sh): its src/ comes
+#                first on PYTHONPATH and its COMMIT names the engine
 #   ALLOW_MIXED  1: a pass keeps records another engine made (then not publishable)
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
@@ -41,7 +46,15 @@ if ls .whl/*.whl >/dev/null 2>&1; then   # libcst (the transforms need it) trave
     && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export TRITONFORGE_TRITONBENCH="${TRITONFORGE_TRITONBENCH:-$PWD/.tbdata}"
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+# ENGINE_TREE: a folder holding the pass's engine (its src/, from `bash scripts/pin_engine.sh COMMIT`),
+# carried: a pass spread over several device calls keeps one engine while the checkout moves on
+if [ -n "${ENGINE_TREE:-}" ]; then
+  [ -d "$ENGINE_TREE/src/tritonforge" ] || { echo "ENGINE_TREE=$ENGINE_TREE has no src/tritonforge"; exit 2; }
+  export PYTHONPATH="$PWD/$ENGINE_TREE/src${PYTHONPATH:+:$PYTHONPATH}"
+  ENGINE_COMMIT="${ENGINE_COMMIT:-$(cat "$ENGINE_TREE/COMMIT" 2>/dev/null)}"
+else
+  export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+fi
 # The device tool brings back at most 8 files from $OUT: everything is written into a scratch
 # folder and packed into $OUT/session.tgz (logs, summaries) and $OUT/gpu-store.tgz (the stores).
 # The stores travel packed (the carry is limited to 64 MiB): a carried .gpu-store.tgz (the last
@@ -163,8 +176,9 @@ for step in "$@"; do
       PASS_ARGS=(--device cuda --run-dir .gpu-store/pass --per-kernel "${PER_KERNEL_S:-150}"
                  --jobs "${OPT_JOBS:-4}" --records "$PASS_DIR/records.jsonl"
                  --latest "$PASS_DIR/LATEST.json" --baseline-store .gpu-store/baseline/store.sqlite)
+      for g in ${PASS_GROUPS:-bench/results/others-30.txt}; do [ -f "$g" ] && PASS_ARGS+=(--group-file "$g"); done
       if [ -n "${NAMES:-}" ]; then PASS_ARGS+=(--names "$NAMES")
-      else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/runnable.txt}"); fi
+      else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/pass-order.txt}"); fi
       [ -n "${GPUS:-}" ] && PASS_ARGS+=(--gpus "$GPUS")
       [ "${ALLOW_MIXED:-0}" = 1 ] && PASS_ARGS+=(--allow-mixed-engines)
       log "optimization pass on GPUs ${GPUS:-all} (budget $(( $(left) - 60 )) s)"

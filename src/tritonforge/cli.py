@@ -276,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     bopt.add_argument("--tables", default="", help="the Markdown tables (default: PASS.md beside --latest)")
     bopt.add_argument("--subset-file", default="bench/results/subset-40.txt",
                       help="the frozen subset LATEST.json gives its own figures")
+    bopt.add_argument("--group-file", action="append", default=[],
+                      help="a list of records LATEST.json and PASS.md give their own figures, "
+                           "named by the file's stem (repeatable; e.g. bench/results/others-30.txt)")
     bopt.add_argument("--allow-mixed-engines", action="store_true",
                       help="keep records another engine or other settings made (the pass is "
                            "then marked not publishable)")
@@ -559,6 +562,7 @@ def _bench_options(args: argparse.Namespace):
             redo=_csv(args.redo), gpus=_csv(args.gpus), executor=args.executor,
             address=args.address, ray_num_gpus=args.ray_num_gpus, records=args.records,
             latest=args.latest, tables=args.tables, subset_file=args.subset_file,
+            group_files=tuple(args.group_file),
             allow_mixed_engines=args.allow_mixed_engines, out=args.out or "")
     if c == "reverify":
         return ReverifyOptions(args.records, _csv(args.names), tuple(args.kernel), args.again,

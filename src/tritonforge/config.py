@@ -53,6 +53,8 @@ class Settings:
     search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
     # do_bench of this many ms (0: Triton's own 100 ms); the final check always uses Triton's own
     max_rounds: int = 8
+    candidates_per_round: int = 0     # 0: auto (search.loop.auto_per_round: 16 on a GPU, 6 on
+                                      # the interpreter, where each candidate runs for seconds)
     generated_cases: str = "auto"     # testgen.augment: odd sizes, value and layout variety added
                                       # to every task's correctness cases before the search: on,
                                       # off, auto (on the GPU; on the interpreter every candidate
@@ -139,6 +141,7 @@ class TimingSettings:
 @dataclass(frozen=True)
 class SearchSettings:
     max_rounds: int
+    candidates_per_round: int
     patience: int
     min_speedup: float
     max_case_regression: float

@@ -153,3 +153,23 @@ def test_the_named_engine_commit_wins_over_a_stale_checkouts_git():
     # the package's own checkout has git history: the variable still names the engine
     named = engine_id(env={"TRITONFORGE_ENGINE_COMMIT": "c0ffee" * 7})
     assert named.commit == "c0ffeec0ffee"
+
+
+def test_search_breadth_is_recorded_and_summarized_with_named_groups():
+    final = Decision(BEST.hash, True, 2.5, 2.2, 2.4, 1.0, "faster")
+    result = OptimizeResult("k", ORIG, BEST, final, 3, "no gain", 123.4, 40, verified=31,
+                            first_verified_s=22.5)
+    r = pass_record(RecordRef("k"), result, ENGINE, "s1", 120.0)
+    assert (r.verified, r.first_verified_s) == (31, 22.5)
+    rs = {"a": rec("a", 2.0, verified=30, first_verified_s=20.0),
+          "b": rec("b", verified=10, first_verified_s=None),
+          "c": rec("c", verified=40, first_verified_s=40.0)}
+    s = summarize(rs, ["a", "b", "c"], ["a"], date="D", gpu="g", torch="t", triton="t",
+                  per_kernel_s=150, engine_commit="e", groups={"others-2": ["b", "c", "zz"]})
+    assert s.all.median_verified == 30.0
+    assert s.all.median_first_verified_s == 30.0          # b never had a verified candidate
+    g = s.groups["others-2"]
+    assert (g.runnable, g.optimized, g.median_verified) == (2, 2, 25.0)
+    md = render_markdown(s)
+    assert "## Search breadth" in md and "| others-2 | 2 | 6 | 25 | 40 s |" in md
+    assert json.loads(json.dumps(latest_json(s)))["groups"]["others-2"]["median_verified"] == 25.0

@@ -59,6 +59,20 @@ def test_tiers_put_the_correctness_cases_and_the_quickest_performance_case_first
     assert verification_tiers(task, ("p-mid",), base) == (("p-mid",),)
 
 
+def test_generated_cases_are_a_tier_between_the_own_cases_and_the_performance_cases():
+    from dataclasses import replace
+
+    task, base = _task(), _base()
+    made = (Case("gen-odd", CaseRole.CORRECTNESS, SpecCall("f"), generated=True),
+            Case("gen-big", CaseRole.CORRECTNESS, SpecCall("f"), generated=True))
+    task = replace(task, cases=task.cases + made)
+    ids = ("t0", "t1", "gen-odd", "gen-big", "p-small", "p-mid")
+    assert verification_tiers(task, ids, base) == (
+        ("t0", "t1", "p-small"), ("gen-odd", "gen-big"), ("p-mid",))
+    # only generated cases besides the first tier: still their own tier
+    assert verification_tiers(task, ("t0", "gen-odd"), base) == (("t0",), ("gen-odd",))
+
+
 def test_a_candidate_failing_a_cheap_case_never_reaches_the_costly_tier():
     task, base = _task(), _base()
     tiers = verification_tiers(task, search_verification_cases(task, base), base)

@@ -196,3 +196,25 @@ def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
     pool = Pool()
     got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 2))
     assert pool.asked == [] and all(r.status is Status.SKIPPED for r in got.values())
+
+
+def test_the_first_verified_candidates_time_is_kept_once():
+    stages = FakeStages({1: [("x = 1 wrong\n", 0.5)], 2: [("x = 2\n", 1.0)], 3: [("x = 3\n", 1.0)]})
+    clock = iter([7.0, 9.0, 11.0])
+    env = _env(stages)
+    env.elapsed = lambda: next(clock)
+    s = run_round(_state(patience=5), env).state
+    assert s.first_verified_s is None                    # round 1: nothing passed
+    s = run_round(s, env).state
+    assert s.first_verified_s == 7.0
+    s = run_round(s, env).state
+    assert s.first_verified_s == 7.0                     # kept, not moved
+
+
+def test_the_round_width_follows_the_device_unless_set():
+    from tritonforge.config import Settings
+    from tritonforge.search.loop import auto_per_round
+
+    assert auto_per_round(Settings(), interpreted=False) > auto_per_round(Settings(), interpreted=True)
+    assert auto_per_round(Settings(candidates_per_round=9), interpreted=False) == 9
+    assert auto_per_round(Settings(candidates_per_round=9), interpreted=True) == 9

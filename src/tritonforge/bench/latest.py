@@ -33,6 +33,9 @@ class Figures:
     median_wall_s: float | None
     max_wall_over_budget: float | None   # the longest wall time / per-kernel budget
     median_candidates: float | None
+    median_verified: float | None          # candidates that passed verification, per record
+    median_first_verified_s: float | None  # record start to its first verified candidate, over
+                                           # the records that had one
     accepted: int
     reverified: int                 # accepted kernels re-verified after the pass
     wrong_accepted: int             # of those, how many failed
@@ -52,6 +55,7 @@ class PassSummary:
     subset: Figures
     others: Figures
     records: tuple[PassRecord, ...] = field(default=(), repr=False)
+    groups: dict[str, Figures] = field(default_factory=dict)   # named lists of records (--group-file)
 
 
 def _median(xs: list[float]) -> float | None:
@@ -75,6 +79,9 @@ def figures(records: list[PassRecord], runnable: int) -> Figures:
         max_wall_over_budget=round(max(r.wall_s / r.per_kernel_s for r in records), 3)
         if records and all(r.per_kernel_s > 0 for r in records) else None,
         median_candidates=_median([float(r.candidates) for r in records]),
+        median_verified=_median([float(r.verified) for r in records]),
+        median_first_verified_s=_median([r.first_verified_s for r in records
+                                         if r.first_verified_s is not None]),
         accepted=len(accepted), reverified=len(checked),
         wrong_accepted=sum(1 for r in checked if r.reverified is False))
 
@@ -90,8 +97,9 @@ def read_subset(path: str | Path) -> list[str]:
 
 def summarize(records: dict[str, PassRecord], names: list[str], subset: list[str], *,
               date: str, gpu: str, torch: str, triton: str, per_kernel_s: float,
-              engine_commit: str) -> PassSummary:
-    """The pass's summary over ``names`` (its runnable records), from their records only."""
+              engine_commit: str, groups: dict[str, list[str]] | None = None) -> PassSummary:
+    """The pass's summary over ``names`` (its runnable records), from their records only;
+    ``groups``: more blocks, each over the pass's names in a named list."""
     mine = [records[n] for n in names if n in records]
     in_subset = set(subset)
     sub_names = [n for n in names if n in in_subset]
@@ -114,7 +122,10 @@ def summarize(records: dict[str, PassRecord], names: list[str], subset: list[str
         all=figures(mine, len(names)),
         subset=figures([records[n] for n in sub_names if n in records], len(sub_names)),
         others=figures([records[n] for n in other_names if n in records], len(other_names)),
-        records=tuple(mine))
+        records=tuple(mine),
+        groups={g: figures([records[n] for n in members if n in records and n in names],
+                           sum(1 for n in members if n in names))
+                for g, members in (groups or {}).items()})
 
 
 def latest_json(summary: PassSummary) -> dict:
@@ -165,6 +176,22 @@ def _table(rows: list[tuple]) -> str:
     return "\n".join(lines)
 
 
+def _breadth(blocks: list[tuple[str, Figures]]) -> str:
+    """Per block: how widely the search searched and whether the budget held."""
+    def n(v: float | None, unit: str = "") -> str:
+        return "-" if v is None else f"{v:.0f}{unit}"
+
+    head = ("group", "records", "median candidates", "median verified",
+            "median time to first verified", "max wall / budget")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, f in blocks:
+        lines.append("| " + " | ".join((
+            label, str(f.optimized), n(f.median_candidates), n(f.median_verified),
+            n(f.median_first_verified_s, " s"),
+            "-" if f.max_wall_over_budget is None else f"{f.max_wall_over_budget:.2f}")) + " |")
+    return "\n".join(lines)
+
+
 def render_markdown(summary: PassSummary) -> str:
     """Overall, by category and by kernel-length quartile, from the summary's records."""
     recs = list(summary.records)
@@ -176,7 +203,11 @@ def render_markdown(summary: PassSummary) -> str:
                else "NOT publishable: " + "; ".join(summary.why_not_publishable) + "."),
             "", "## Overall", "",
             _table([_row("all", summary.all), _row("subset-40", summary.subset),
-                    _row("others", summary.others)])]
+                    _row("others", summary.others)]
+                   + [_row(g, f) for g, f in summary.groups.items()]),
+            "", "## Search breadth", "",
+            _breadth([("all", summary.all), ("subset-40", summary.subset),
+                      ("others", summary.others)] + list(summary.groups.items()))]
     by_cat: dict[str, list[PassRecord]] = {}
     for r in recs:
         by_cat.setdefault(r.category or "(none)", []).append(r)

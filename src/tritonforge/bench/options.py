@@ -53,6 +53,7 @@ class PassOptions:
     latest: str = "bench/results/LATEST.json"
     tables: str = ""                    # Markdown tables (default: beside LATEST.json, PASS.md)
     subset_file: str = "bench/results/subset-40.txt"
+    group_files: tuple[str, ...] = ()   # more blocks in LATEST.json, each named by its file's stem
     allow_mixed_engines: bool = False
     out: str = ""
 

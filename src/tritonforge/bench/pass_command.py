@@ -118,7 +118,8 @@ def write_pass_outputs(options: PassOptions, records: dict[str, PassRecord], nam
     """LATEST.json and the Markdown tables, from ``records`` (records.jsonl) only."""
     mine = [records[n] for n in names if n in records]
     gpu = next((r.gpu for r in mine if r.gpu), "")
-    summary = summarize(records, names, read_subset(options.subset_file),
+    groups = {Path(f).stem: read_subset(f) for f in options.group_files}
+    summary = summarize(records, names, read_subset(options.subset_file), groups=groups,
                         date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                         gpu=gpu, torch=_installed("torch"), triton=_installed("triton"),
                         per_kernel_s=options.per_kernel_s, engine_commit=engine_commit)

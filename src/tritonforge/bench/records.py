@@ -65,6 +65,8 @@ class PassRecord:
     mixed: bool = False            # kept under --allow-mixed-engines though another engine made it
     reverified: bool | None = None # the accepted kernel in a fresh process, fresh seeds, every case
     reverify_note: str = ""
+    verified: int = 0              # candidates that passed verification (and were timed)
+    first_verified_s: float | None = None   # record start to the first of them
 
     @property
     def is_success(self) -> bool:
@@ -101,6 +103,8 @@ def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, pe
         settings=settings_hash, status=status, speedup=speedup,
         speedup_low=_finite(final.speedup_low) if accepted else None,
         wall_s=round(result.wall_s, 1), per_kernel_s=per_kernel_s, candidates=result.tried,
+        verified=getattr(result, "verified", 0),
+        first_verified_s=getattr(result, "first_verified_s", None),
         rounds=result.rounds, stop_reason=(final.reason if final else result.stop_reason)[:200],
         held_back=held_back(result),
         accepted=f"{best.hash[:12]} {best.origin}: {best.description}"[:300] if accepted else "",

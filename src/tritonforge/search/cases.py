@@ -167,8 +167,11 @@ def _kernels_a_sliver(diagnosis: Diagnosis | None) -> bool:
 
 def verification_tiers(task: Task, verify_ids: tuple[str, ...],
                        baseline: VariantResult) -> tuple[tuple[str, ...], ...]:
-    """``verify_ids`` split into the cascade's tiers, cheapest first: the correctness cases and
-    the quickest performance case, then the rest, quickest first.
+    """``verify_ids`` split into the cascade's tiers, cheapest first: the task's own correctness
+    cases and the quickest performance case; then the generated cases (``testgen.augment``:
+    several per task, odd sizes among them); then the other performance cases, quickest first.
+    An H100 pass (2026-11-25) ran every generated case of a record in the first tier: a
+    candidate that failed the test section still paid for seven generated cases first.
 
     A worker runs every case of a request once per variant before it compares any (compile
     errors, crashes), in the task's order: a candidate whose values are wrong on a 1 us case
@@ -176,9 +179,11 @@ def verification_tiers(task: Task, verify_ids: tuple[str, ...],
     (``search.cascade``). One tier when the split would leave a tier empty."""
     times = {t.case_id: t.median_ms for t in baseline.timings}
     perf_ids = {c.id for c in task.performance_cases}
-    cheap = [cid for cid in verify_ids if cid not in perf_ids]
+    generated = {c.id for c in task.cases if c.generated}
+    own = [cid for cid in verify_ids if cid not in perf_ids and cid not in generated]
+    made = [cid for cid in verify_ids if cid not in perf_ids and cid in generated]
     perf = sorted((cid for cid in verify_ids if cid in perf_ids),
                   key=lambda cid: times.get(cid) or float("inf"))
-    first = tuple(cheap + perf[:1])
-    rest = tuple(perf[1:])
-    return (first, rest) if first and rest else (tuple(verify_ids),)
+    tiers = (tuple(own + perf[:1]), tuple(made), tuple(perf[1:]))
+    kept = tuple(t for t in tiers if t)
+    return kept if len(kept) > 1 else (tuple(verify_ids),)

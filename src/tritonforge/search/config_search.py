@@ -20,8 +20,9 @@ near ones that failed. ``context.config_search_only`` (a near-roofline stop: one
 search alone, the rule proposer returns nothing) gives it the whole budget.
 
 Launch sites are served in turn (round-robin), those of kernels the profile saw launched first.
-Asked before the rules (``api.build_proposers``), it takes ``share`` of the round's budget
-(``Settings.config_search_share``) and leaves the rest, and whatever it cannot fill, to them.
+Asked before the rules (``compose.build_proposers``), it takes ``share`` of the round's budget
+(``Settings.config_search_share``) and leaves the rest to them; what they leave unfilled it tops
+up (``top_up``, asked by ``search.stages.RoundStages._propose``).
 """
 
 from __future__ import annotations
@@ -214,7 +215,14 @@ class ConfigSearchProposer:
         return (first + rest)[:n]
 
     def propose(self, context: ProposalContext) -> list[Candidate]:
-        share = 1.0 if context.config_search_only else self.share
+        return self._configs(context, 1.0 if context.config_search_only else self.share)
+
+    def top_up(self, context: ProposalContext) -> list[Candidate]:
+        """More configs for the rest of a round the other proposers left short: all of
+        ``context.budget`` (up to ``max_per_round`` a call), none proposed before."""
+        return self._configs(context, 1.0)
+
+    def _configs(self, context: ProposalContext, share: float) -> list[Candidate]:
         budget = min(math.ceil(context.budget * share), self.max_per_round)
         if budget <= 0:
             return []

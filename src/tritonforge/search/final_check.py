@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..config import Settings
-from ..model import Candidate, Decision, Task, Variant, VariantResult
+from ..model import Candidate, Decision, Status, Task, Variant, VariantResult
 from ..runtime.evaluator import Evaluator
 from ..runtime.timing_plan import final_check_plan
 from ..store import RunStore
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original fails alone
 MAX_TWIN_RUNS = 6          # runs of the original as its own candidate per narrowing
+OOM_RETRIES = 1            # final checks run again after an out-of-memory failure
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
 
 
@@ -296,13 +297,28 @@ class FinalCheck:
 
     def _final_once(self, task: Task, original: Candidate,
                     best: Candidate) -> tuple[VariantResult, VariantResult, Decision]:
-        """One fresh-process final check: (original's result, best's result, decision)."""
-        evaluation = self._fresh_evaluate(
-            task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
-            verify=True, time=True, keep_going=True, plan=self._plan(task, original, best))
+        """One fresh-process final check: (original's result, best's result, decision).
+
+        A check where either side ran out of memory runs once more, when the budget leaves room:
+        device memory is shared with the verification pool of the same GPU, so the failure says
+        nothing about the candidate (on an H100, 2026-11-25, a 28.9x add_example candidate was
+        lost to a CUDA out-of-memory beside four pool workers holding 18 GiB each)."""
         perf = tuple(c.id for c in task.performance_cases)
-        original_r, best_r = evaluation.result("original"), evaluation.result("best")
-        decision = judge(original_r, best_r, perf, interpreted=self.interpreted, policy=self.policy)
+        for attempt in range(1 + OOM_RETRIES):
+            evaluation = self._fresh_evaluate(
+                task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
+                verify=True, time=True, keep_going=True, plan=self._plan(task, original, best))
+            original_r, best_r = evaluation.result("original"), evaluation.result("best")
+            decision = judge(original_r, best_r, perf, interpreted=self.interpreted,
+                             policy=self.policy)
+            if decision.accepted or not _out_of_memory(original_r, best_r) \
+                    or attempt == OOM_RETRIES:
+                break
+            budget = getattr(self, "budget", None)
+            room = budget.another_check(FINAL_FIXED_S + self._expected_s(best)) if budget else True
+            if not room:
+                break
+            self.progress(f"{task.name}: final check ran out of memory; checking again")
         return original_r, best_r, decision
 
     def _final_unsafe(self, task: Task, original: Candidate) -> set[str]:
@@ -339,6 +355,13 @@ class FinalCheck:
         finally:
             if ev is not self.timer:
                 ev.close()
+
+
+def _out_of_memory(*results: VariantResult) -> bool:
+    """Either side of a check failed for want of host or device memory."""
+    return any(r.status is Status.OOM or any(f.status is Status.OOM for f in
+                                             ((r.failure,) if r.failure else ()) + r.case_failures)
+               for r in results)
 
 
 def _without(task: Task, dropped: set[str]) -> Task:

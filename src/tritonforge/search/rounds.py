@@ -46,6 +46,7 @@ class RoundEnv:
     settings_patience: int
     final_worker_started: Callable[[], None] = lambda: None
     in_time: Callable[[], bool] = lambda: True   # more work still leaves the final check room
+    elapsed: Callable[[], float] = lambda: 0.0   # seconds since the search started
 
 
 # a candidate with one of these never had a kernel compiled
@@ -132,6 +133,8 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
             good += st._repair_failed(state.task, state.original, cands, verified,
                                       state.verify_ids, ctx, history)
     state = replace(state, history=tuple(history), notes=tuple(notes), tried=state.tried + len(cands))
+    if good and state.first_verified_s is None:
+        state = replace(state, first_verified_s=round(env.elapsed(), 1))
     if good:
         state = _time_and_judge(state, env, good)
     else:

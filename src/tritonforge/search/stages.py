@@ -171,6 +171,19 @@ class RoundStages:
                 log.warning("proposer %s failed: %s", p.name, exc)
             if len(cands) >= self.per_round:
                 break
+        # a round the others left short is filled by a proposer that can always give more (the
+        # config search: its share is what it takes first, not all it has)
+        for p in self.proposers:
+            top_up = getattr(p, "top_up", None)
+            if len(cands) >= self.per_round or not callable(top_up):
+                continue
+            seen = {c.hash for c in cands}
+            try:
+                more = top_up(replace(ctx, budget=self.per_round - len(cands)))
+            except Exception as exc:  # noqa: BLE001 - as above
+                log.warning("proposer %s failed to top up: %s", p.name, exc)
+                continue
+            cands += [c for c in more if c.hash not in seen]
         return cands
 
     def _prune(self, task: Task, incumbent: Candidate, cands: list[Candidate], hardware: HardwareInfo,

@@ -46,6 +46,7 @@ class SearchState:
     notes: tuple[str, ...] = field(default=())
     last_round_s: float = 0.0
     tried: int = 0
+    first_verified_s: float | None = None   # search start to the first candidate that passed
 
     @property
     def verify_ids(self) -> tuple[str, ...]:
