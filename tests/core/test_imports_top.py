@@ -4,6 +4,9 @@ inside a function fails this test (move it to the top, or add it here with its r
 pair that is gone fails it too, so the list stays exactly what remains."""
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "tritonforge"
@@ -147,3 +150,52 @@ def test_the_walk_finds_an_import_nested_in_a_method(tmp_path):
         "class C:\n    def f(self):\n        if True:\n            from .a import b\n"
         "def g():\n    def h():\n        import json\n    from . import z\n")
     assert in_function_imports(pkg) == {("m.py", ".a"), ("m.py", "json"), ("m.py", ".z")}
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    path = f"{PACKAGE.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_cli_module_imports_without_torch():
+    """The reason the CLI's commands import api and bench inside functions: ``--help`` and the
+    missing-package check run before torch is imported."""
+    done = _python("import sys, tritonforge.cli\n"
+                   "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_module_imports_without_the_optional_packages():
+    """The reason for the optional-package and libcst entries of ALLOWED: with libcst, openai,
+    pydantic, ray, rich and jinja2 unimportable (the GPU image), every module imports but
+    ``transforms`` (which needs libcst) and ``search.dispatch`` (built on it)."""
+    modules = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        name = ".".join(parts)
+        if not (name.startswith("tritonforge.transforms") or name == "tritonforge.search.dispatch"):
+            modules.append(name)
+    code = ("import importlib, sys\n"
+            "ABSENT = {'libcst', 'openai', 'pydantic', 'ray', 'rich', 'jinja2'}\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ABSENT:\n"
+            "            raise ImportError('blocked: ' + name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "bad = []\n"
+            f"for m in {modules!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(m)\n"
+            "    except Exception as exc:\n"
+            "        bad.append(f'{m}: {exc}')\n"
+            "print('\\n'.join(bad))\n")
+    done = _python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "", done.stdout
