@@ -186,7 +186,7 @@ def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
             r = VariantResult("candidate", variants[1].hash, status)
             return SimpleNamespace(result=lambda name: r)
 
-    env = SimpleNamespace(in_time=lambda: False)
+    env = SimpleNamespace(in_time=lambda: False, within_budget=lambda: True)
     cands = [Candidate(s, "r") for s in ("x = 1 wrong\n", "x = 2\n", "x = 3\n", "x = 4\n")]
     pool = Pool()
     got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 1))
@@ -218,3 +218,14 @@ def test_the_round_width_follows_the_device_unless_set():
     assert auto_per_round(Settings(), interpreted=False) > auto_per_round(Settings(), interpreted=True)
     assert auto_per_round(Settings(candidates_per_round=9), interpreted=False) == 9
     assert auto_per_round(Settings(candidates_per_round=9), interpreted=True) == 9
+
+
+def test_round_one_stops_verifying_once_the_budget_itself_is_spent():
+    """Past the budget (not only the final check's room), round 1 no longer waits for a
+    candidate to pass: the record's wall must stay under its cap."""
+    from tritonforge.search.rounds import _verify_while
+
+    spent = SimpleNamespace(in_time=lambda: False, within_budget=lambda: False)
+    assert not _verify_while(spent, 1)({})
+    left = SimpleNamespace(in_time=lambda: False, within_budget=lambda: True)
+    assert _verify_while(left, 1)({})

@@ -260,7 +260,8 @@ class Optimizer:
                        self.final_check._split_worthy, self._emit, self.settings.min_speedup,
                        self.settings.patience, self._final_worker_started,
                        lambda: budget.room_for(self.final_check._expected_s(original)),
-                       lambda: time.perf_counter() - start)
+                       lambda: time.perf_counter() - start,
+                       lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s)
         state, stop = self._rounds(state, env, budget, max_rounds)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",
                    round=state.round, **counts(state))

@@ -171,6 +171,9 @@ def _module_name(name: str) -> str:
     return safe if safe and not safe[0].isdigit() else f"m_{safe}"
 
 
+MIN_TRACE_S = 20.0     # the least a trace gets: starting its process with CUDA takes ~10 s
+
+
 def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
                          evaluator: Evaluator | None = None,
                          progress: ProgressSink | None = None,
@@ -184,9 +187,12 @@ def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
     device = evaluator.device if evaluator is not None else resolve_device(settings.device)
     if settings.generated_cases == "auto" and device == "cpu":
         return task
+    budget = settings.generated_cases_budget_s if budget_s is None else budget_s
+    # the trace is bounded by the budget too: an H100 pass at 120 s a record (budget 30 s) spent
+    # 74 s on one record's generated cases under the fixed 180 s trace limit
     aug = augment_task(task, settings, work_dir, device=device, evaluator=evaluator,
-                       options=AugmentOptions(budget_s=settings.generated_cases_budget_s
-                                              if budget_s is None else budget_s))
+                       options=AugmentOptions(budget_s=budget, trace_timeout_s=min(
+                           AugmentOptions.trace_timeout_s, max(budget, MIN_TRACE_S))))
     failed = sum(d.refused for d in aug.dropped)
     if progress is not None:
         progress(ProgressEvent(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..model import Status, Task, Variant, content_hash
 from ..runtime.evaluator import Evaluator, original_variant
 from ..runtime.timing import TimingPlan
+from ..verify.kinds import NONFINITE_NOTE
 from .model import Dropped
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,9 @@ def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
                 if found and found.group(1) == case_id:
                     reason = reason or ("unstable: two runs of the original on the same inputs "
                                         f"differ ({note[len(case_id) + 1:][:120]})")
+                if note.startswith(f"{case_id} seed ") and NONFINITE_NOTE in note:
+                    # its NaN/Inf come from memory it should not read (verify.nonfinite)
+                    reason = reason or f"unjudgeable: {note[len(case_id) + 1:][:160]}"
             if verdict.failure is not None:
                 reason = reason or _reason(verdict.failure.status, verdict.failure.reason)
             if verdict.cheats and reason is None:

@@ -46,6 +46,8 @@ from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import GROSS_NORM, config_variants
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
+from .nonfinite import NOTE as NONFINITE_NOTE
+from .nonfinite import nonfinite_from_finite
 from .race_values import OwnValues, tensor_at, unexplained
 from .runner import MakeInvocation, Run, run_variant
 from .shipped_checks import PLUMBING_OPS, ShippedChecks
@@ -165,6 +167,7 @@ class _Verifier(ShippedChecks):
         self.previous: Run | None = None
         self.first_pass = 0
         self.nondeterministic: list[str] = []
+        self.nonfinite_seen: set[str] = set()    # cases whose reference was checked for NaN/Inf
         self.ref_aliases: set[tuple[str, str]] = set()
         self.ref_subclasses: set[tuple[str, str]] = set()
         self.ref_state_repeats = False          # the original changes its state on repeat calls
@@ -249,6 +252,12 @@ class _Verifier(ShippedChecks):
             self.cheat(CheatKind.NO_LAUNCH, f"the call launched no Triton kernel (the original "
                                             f"launched {ref.launches.count}: "
                                             f"{', '.join(ref.launches.kernels)})", case, seed)
+        if case.id not in self.nonfinite_seen:
+            self.nonfinite_seen.add(case.id)
+            odd = nonfinite_from_finite(ref, layout.written)
+            if odd is not None:
+                self.nondeterministic.append(f"{case.id} seed {seed}: {NONFINITE_NOTE} "
+                                             f"({odd[0]} of {odd[1]} elements)")
         found = self._compare_run(ref, cand, case, seed)
         if found:
             found = self._within_self_variation(ref, found, case, seed, layout, cand)

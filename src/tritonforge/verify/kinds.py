@@ -42,3 +42,8 @@ class CheatKind(str, enum.Enum):
     SUBCLASS = "subclass"            # returns a tensor subclass where the original returns plain
     STATEFUL = "stateful"            # results do not follow inputs changed between calls (a cache)
     CALL_STATE = "call_state"        # changes its module's state on every call (a counter, a log)
+
+
+# the verifier's note on a case where the original turns finite inputs into NaN/Inf
+# (verify.nonfinite; testgen.validate drops such a generated case)
+NONFINITE_NOTE = "the original's result holds non-finite values from finite inputs"
