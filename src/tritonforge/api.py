@@ -6,17 +6,25 @@ Everything a script or the CLI needs goes through here; the modules behind it ar
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as _replace
 from pathlib import Path
 
+from .compose import OptimizeSession, SessionOptions
+from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
 from .config import Settings
 from .errors import ConfigError, InputError
-from .model import CaseRole, Evaluation, Task
-from .compose import build_proposers, record_llm_usage  # noqa: F401 - public names kept here
+from .model import CaseRole, Evaluation, Status, Task, Variant, content_hash
+from .profile.session import ProfileOptions, profile_task
+from .report.gather import gather_extras
+from .report.optimize import write_outputs
 from .runtime.evaluator import Evaluator, original_variant
+from .runtime.hardware import resolve_device
 from .store import RunStore
-from .tasks.loader import task_from_file
-from .tasks.tritonbench import load_tasks
+from .tasks.loader import default_spec_path, task_from_file
+from .tasks.source import read_source, summarize_source
+from .tasks.tritonbench import load_tasks, split_source
+from .testgen.generate import TestgenOptions, generate
+from .verify.policy import check_source
 
 
 def check_writable_dir(path: str | Path, what: str) -> Path:
@@ -89,10 +97,6 @@ def optimize(task: Task, settings: Settings, *, jobs: int = 1, budget_s: float |
     file, diff and reports go (default ``RUN_DIR/output``). Bad arguments and unwritable
     directories raise ``ConfigError`` before any kernel runs (docs/API.md).
     """
-    from .compose import OptimizeSession, SessionOptions
-    from .report.gather import gather_extras
-    from .report.optimize import write_outputs
-
     if budget_s is not None and not budget_s > 0:
         raise ConfigError(f"budget {budget_s} is not above 0", hint="give seconds, e.g. 300")
     if jobs < 1:
@@ -122,12 +126,6 @@ def generate_cases(path: str | Path, settings: Settings, *, entries: tuple[str, 
     ``overwrite``). Returns ``testgen.model.TestgenResult``; ``options`` is a
     ``testgen.generate.TestgenOptions``.
     """
-    from dataclasses import replace as _replace
-
-    from .tasks.source import read_source, summarize_source
-    from .tasks.tritonbench import split_source
-    from .testgen.generate import TestgenOptions, generate
-
     kernel = Path(path).resolve()     # the tracing process runs in another working directory
     source = read_source(kernel)
     summarize_source(source, str(kernel))            # a clear error for a file with no kernel
@@ -159,8 +157,6 @@ def profile(task: Task, settings: Settings, *, case_id: str | None = None, use_n
     on a GPU, and the diagnosis (``profile.session``). Returns ``profile.session.ProfileOutcome``;
     the profile is also written as JSON (``out``, default RUN_DIR/profile.json) and into the store.
     """
-    from .profile.session import ProfileOptions, profile_task
-
     settings = settings.replace(run_dir=str(check_writable_dir(settings.run_dir, "--run-dir")))
     options = ProfileOptions(case_id=case_id, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
                              out=Path(out) if out else None)
@@ -221,12 +217,6 @@ def verify_candidate(original_path: str | Path, candidate_path: str | Path, sett
     after it. Cases come from ``spec``, else the .toml beside the original, else ``testgen``.
     Raises InputError for missing files, an unusable spec, or an original that fails its cases.
     """
-    from .errors import InputError
-    from .model import Status, Variant, content_hash
-    from .runtime.hardware import resolve_device
-    from .tasks.loader import default_spec_path
-    from .verify.policy import check_source
-
     original, candidate = Path(original_path), Path(candidate_path)
     for path in (original, candidate):
         if not path.is_file():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .config import Settings
 from .errors import InputError
 from .model import Candidate, CaseRole, Status, Task, Variant
 from .report.gather import median_ratio_bounds
+from .runtime.evaluator import Evaluator, original_variant
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +120,6 @@ def _case_ids(task: Task, timed: bool) -> tuple[str, ...]:
 def record(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseline: str | Path,
            run_dir: Path) -> list[BaselineKernel]:
     """Run each (task, file, spec) once as it is now and write the baseline file."""
-    from .runtime.evaluator import Evaluator, original_variant
-
     kept = []
     with Evaluator(settings, run_dir / "check-record", None) as ev:
         timed = ev.device == "cuda"
@@ -144,8 +144,6 @@ def record(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseli
 def check(tasks: list[tuple[Task, str, str | None]], settings: Settings, baseline: str | Path,
           run_dir: Path, *, noise: float = DEFAULT_NOISE) -> CheckReport:
     """Verify (and on a GPU, time) each kernel against its recorded source."""
-    from .runtime.evaluator import Evaluator
-
     recorded = read_baseline(baseline)
     kernels: list[KernelCheck] = []
     with Evaluator(settings, run_dir / "check", None) as ev:
@@ -214,8 +212,6 @@ def _failed_case(case_id: str, role: str, cur) -> CaseCheck:
 
 def _timed_case(case_id: str, role: str, rec, cur, timed: bool, noise: float,
                 recorded: tuple[float, ...]) -> CaseCheck:
-    import statistics
-
     t_rec, t_cur = rec.timing(case_id), cur.timing(case_id)
     if not timed or role != CaseRole.PERFORMANCE.value or t_rec is None or t_cur is None \
             or not t_rec.samples_ms or not t_cur.samples_ms:

@@ -6,17 +6,32 @@ The user-facing text (``tritonforge --help``) is ``DESCRIPTION`` and ``EPILOG`` 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from . import __version__
+from .bench.options import (
+    MAX_COPIES, BaselineOptions, IsolationOptions, PassOptions, ReverifyOptions, SelfcheckOptions,
+)
+from .cli_check import add_check_parser, run_check
+from .cli_progress import progress_display
 from .config import load_settings
-from .errors import TritonForgeError
+from .errors import ConfigError, EnvironmentProblem, InputError, TritonForgeError
 from .model import CaseRole, Status
 from .model.serialize import to_jsonable
+from .profile.render import render_profile
 from .report.tables import fmt_ms, render_table
+from .runtime.hardware import resolve_device
+from .search.cases import INTERPRETER_MAX_ROUNDS
+from .testgen.render import summary as testgen_summary
+
+# Imported inside the command functions: api, bench.commands, testgen.generate, llm.testgen_run.
+# They import torch (1 to 2 s on a CPU machine with torch 2.13; `tritonforge --help` takes 0.14 s
+# without it), which --help does not need and _check_required_packages must report missing first.
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -59,8 +74,6 @@ def _fraction(text: str) -> float:
 
 def _copies(text: str) -> int:
     """An argparse type: how many copies of the original a selfcheck times (2 to 8)."""
-    from .bench.selfcheck import MAX_COPIES
-
     try:
         value = int(text)
     except ValueError:
@@ -195,8 +208,6 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--out", help="write the profile JSON here (default RUN_DIR/profile.json)")
     _common(prof)
 
-    from .cli_check import add_check_parser
-
     add_check_parser(sub, _common, _fraction)
 
     ver = sub.add_parser("verify", help="check a faster kernel against its original, as the search "
@@ -302,14 +313,12 @@ def _settings(args: argparse.Namespace):
                  "case_timeout_s": args.case_timeout_s}
     settings = load_settings(args.config, overrides=overrides)
     # absolute: worker and tracing processes run in other working directories
-    from pathlib import Path
     return settings.replace(run_dir=str(Path(settings.run_dir).expanduser().absolute()))
 
 
 def _task_from_args(args: argparse.Namespace, command: str):
     """The task named on the command line: a kernel FILE (+ spec) or --tritonbench NAME."""
     from .api import load_task
-    from .errors import InputError
 
     if not args.file and not args.tritonbench:
         raise InputError("give a kernel FILE or --tritonbench NAME",
@@ -328,8 +337,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if cases:
         unknown = [c for c in cases if c not in {k.id for k in task.cases}]
         if unknown:
-            from .errors import InputError
-
             raise InputError(f"unknown case ids: {', '.join(unknown)}",
                                    hint="known: " + ", ".join(c.id for c in task.cases))
     outcome = run_original(task, settings, with_performance=args.perf, case_ids=cases)
@@ -380,9 +387,6 @@ def original_fails(result) -> bool:
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
     from .api import check_writable_dir, optimize
-    from .cli_progress import progress_display
-    from .runtime.hardware import resolve_device
-    from .search.loop import INTERPRETER_MAX_ROUNDS
 
     settings = _settings(args)
     if args.max_rounds is not None:
@@ -434,14 +438,11 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def _cmd_testgen(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     if args.llm:
         return _cmd_testgen_llm(args)
 
     from .api import generate_cases
     from .testgen.generate import TestgenOptions
-    from .testgen.render import summary
 
     fixed = []
     for item in args.set:
@@ -461,26 +462,20 @@ def _cmd_testgen(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_jsonable(result), indent=1))
     else:
-        print(summary(result, str(out) if result.spec_text else None))
+        print(testgen_summary(result, str(out) if result.spec_text else None))
         if result.spec_text:
             print(f"next: tritonforge run {args.file} --spec {out}")
     return EXIT_OK if result.spec_text else EXIT_FAILED
 
 
 def _cmd_testgen_llm(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .llm.testgen_run import llm_generate_cases
 
     settings = _settings(args)
     if not (settings.llm_model or settings.llm_replay):
-        from .errors import ConfigError
-
         raise ConfigError("--llm needs a model", hint="set TRITONFORGE_LLM_MODEL (docs/LLM.md)")
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".toml")
     if out.exists() and not args.force:
-        from .errors import InputError
-
         raise InputError(f"{out} exists", hint="use --force to overwrite, or --out PATH")
     entries = tuple(e.strip() for e in args.entry.split(",")) if args.entry else ()
     outcome = llm_generate_cases(args.file, settings, entries=entries, out=out)
@@ -497,7 +492,6 @@ def _cmd_testgen_llm(args: argparse.Namespace) -> int:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from .api import profile
-    from .profile.render import render_profile
 
     settings = _settings(args)
     task = _task_from_args(args, "profile")
@@ -554,16 +548,14 @@ def _csv(text: str | None) -> tuple[str, ...]:
 
 def _bench_options(args: argparse.Namespace):
     """The typed options of a bench command (``bench.options``) from its flags."""
-    from .bench import options as o
-
     c = args.bench_command
     if c == "baseline":
-        return o.BaselineOptions(_csv(args.names), args.budget, args.out or "", args.jobs,
-                                 args.alone_memory_gb, args.rewarm_share)
+        return BaselineOptions(_csv(args.names), args.budget, args.out or "", args.jobs,
+                               args.alone_memory_gb, args.rewarm_share)
     if c == "selfcheck":
-        return o.SelfcheckOptions(_csv(args.names), args.out or "", args.copies)
+        return SelfcheckOptions(_csv(args.names), args.out or "", args.copies)
     if c == "optimize":
-        return o.PassOptions(
+        return PassOptions(
             names=_csv(args.names), names_file=args.names_file, kernels=tuple(args.kernel),
             baseline_store=args.baseline_store, no_sweep_times=args.no_sweep_times,
             size=args.size, budget_s=args.budget, per_kernel_s=args.per_kernel, jobs=args.jobs,
@@ -573,10 +565,10 @@ def _bench_options(args: argparse.Namespace):
             group_files=tuple(args.group_file),
             allow_mixed_engines=args.allow_mixed_engines, out=args.out or "")
     if c == "reverify":
-        return o.ReverifyOptions(args.records, _csv(args.names), tuple(args.kernel), args.again,
-                                 args.budget)
+        return ReverifyOptions(args.records, _csv(args.names), tuple(args.kernel), args.again,
+                               args.budget)
     if c == "isolation":
-        return o.IsolationOptions(_csv(args.names), _csv(args.gpus), args.out or "", args.busy_cores)
+        return IsolationOptions(_csv(args.names), _csv(args.gpus), args.out or "", args.busy_cores)
     return None
 
 
@@ -597,8 +589,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "profile":
             return _cmd_profile(args)
         if args.command == "check":
-            from .cli_check import run_check
-
             return run_check(args, _settings(args))
         if args.command == "bench":
             return _cmd_bench(args)
@@ -623,10 +613,6 @@ def one_line(exc: TritonForgeError) -> str:
 
 
 def _check_required_packages() -> None:
-    import importlib.util
-
-    from .errors import EnvironmentProblem
-
     for module, requirement in _REQUIRED:
         if importlib.util.find_spec(module) is None:
             raise EnvironmentProblem(

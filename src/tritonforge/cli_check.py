@@ -8,6 +8,10 @@ import json
 from pathlib import Path
 
 from .model.serialize import to_jsonable
+from .report.check_summary import to_junit, to_markdown
+
+# ``ci_check`` and ``api`` are imported inside ``run_check``: they import torch, and the CLI imports
+# this module for ``--help``, which must stay torch-free (see ``cli``).
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -40,7 +44,6 @@ def add_check_parser(sub, common, fraction) -> None:
 def run_check(args: argparse.Namespace, settings) -> int:
     from . import ci_check
     from .api import check_writable_dir, load_task
-    from .report.check_summary import to_junit, to_markdown
 
     run_dir = check_writable_dir(settings.run_dir, "--run-dir")
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):

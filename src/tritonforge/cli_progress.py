@@ -55,7 +55,7 @@ class LiveProgress:
     """A rich live panel holding the latest status; notes are printed above it."""
 
     def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
+        from rich.console import Console   # optional (the ui extra); the GPU image has none
         from rich.live import Live
         from rich.text import Text
 

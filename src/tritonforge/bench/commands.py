@@ -7,15 +7,17 @@ import datetime as dt
 import json
 import math
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..model.serialize import to_jsonable
 from ..report.tables import fmt_ms, render_table
-from ..runtime.perf_inputs import remove_for
 from ..runtime.evaluator import Evaluator
 from ..runtime.hardware import resolve_device
+from ..runtime.perf_inputs import remove_for
 from ..store import RunStore
 from ..tasks.tritonbench import load_records, load_tasks
+from . import pass_command
 from .baseline import run_baseline
 from .options import BaselineOptions, SelfcheckOptions
 from .selfcheck import self_check
@@ -41,8 +43,6 @@ def _environment(evaluator: Evaluator) -> dict:
 
 
 def _installed(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(package)
     except PackageNotFoundError:
@@ -149,8 +149,6 @@ def dispatch(command: str, options, settings) -> int:
         return _baseline(options, settings)
     if command == "selfcheck":
         return _selfcheck(options, settings)
-    from . import pass_command
-
     if command == "optimize":
         return pass_command.run_pass_command(options, settings)
     if command == "reverify":

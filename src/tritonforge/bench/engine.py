@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..config import Settings
@@ -54,8 +55,6 @@ def _git(package_dir: Path, *args: str) -> str | None:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("tritonforge")
     except PackageNotFoundError:

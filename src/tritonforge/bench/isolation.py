@@ -23,6 +23,8 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import EnvironmentProblem
 from ..model import Task
+from ..runtime.evaluator import Evaluator
+from .selfcheck import self_check
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,6 @@ def start_neighbour(gpu: str, seconds: float, busy_cores: int = 0) -> list[subpr
 
 
 def _medians(task: Task, evaluator) -> dict[str, float]:
-    from .selfcheck import self_check
-
     check = self_check(task, evaluator)
     if check.error:
         log.warning("isolation: %s: %s", task.name, check.error)
@@ -100,8 +100,6 @@ def measure(tasks: list[Task], settings: Settings, work_dir: Path, gpu: str, nei
             progress=lambda s: None, busy_cores: int = 4) -> list[IsolationCase]:
     """Every performance case of ``tasks`` on ``gpu``: alone, beside a busy ``neighbour_gpu``,
     alone again (one worker throughout, no cached timings)."""
-    from ..runtime.evaluator import Evaluator
-
     old = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # the worker starts with GPU A alone
     try:

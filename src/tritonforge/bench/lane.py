@@ -10,6 +10,7 @@ else printed on stdout is ignored. Nothing here imports ray, libcst or rich at i
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import logging
@@ -20,7 +21,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..compose import OptimizeSession, SessionOptions
 from ..config import Settings
+from ..model.serialize import from_jsonable, to_jsonable
+from ..search import loop  # noqa: F401 - registers OptimizeResult for from_jsonable
+from ..store import RunStore
+from ..tasks.loader import task_from_file
+from ..tasks.tritonbench import load_tasks
+from .baseline import as_known_baseline
 from .engine import EngineId, engine_id
 from .records import RecordRef
 
@@ -61,17 +69,12 @@ class LaneReply:
     wall_s: float
 
     def to_json(self) -> str:
-        from ..model.serialize import to_jsonable
-
         return json.dumps({"name": self.name, "error": self.error, "gpu": self.gpu,
                            "wall_s": self.wall_s, "engine": dataclasses.asdict(self.engine),
                            "result": to_jsonable(self.result) if self.result is not None else None})
 
     @staticmethod
     def from_json(text: str) -> "LaneReply":
-        from ..model.serialize import from_jsonable
-        from ..search import loop  # noqa: F401 - registers OptimizeResult for from_jsonable
-
         d = json.loads(text)
         return LaneReply(d["name"], from_jsonable(d["result"]) if d["result"] is not None else None,
                          d["error"], EngineId(**d["engine"]), d["gpu"], d["wall_s"])
@@ -80,12 +83,8 @@ class LaneReply:
 def load_ref(ref: RecordRef):
     """The Task of ``ref``: a kernel file (+ spec) or a TritonBench-G record."""
     if ref.path:
-        from ..tasks.loader import task_from_file
-
         task = task_from_file(ref.path, ref.spec)
         return dataclasses.replace(task, name=ref.name)
-    from ..tasks.tritonbench import load_tasks
-
     return load_tasks([ref.name])[0]
 
 
@@ -108,9 +107,6 @@ class Lane:
     """Optimizes records one after another on the GPU this process sees."""
 
     def __init__(self, config: LaneConfig, progress=None):
-        from ..compose import OptimizeSession, SessionOptions
-        from ..store import RunStore
-
         self.config = config
         self.engine = engine_id()
         work = Path(config.work_dir)
@@ -124,9 +120,6 @@ class Lane:
         path = Path(self.config.baseline_store) if self.config.baseline_store else None
         if path is None or not path.exists():
             return None
-        from ..store import RunStore
-        from .baseline import as_known_baseline
-
         with RunStore(path) as base:
             return as_known_baseline(base.get_record("baseline", task.name), task)
 
@@ -161,8 +154,6 @@ def _die_with_parent() -> None:
     """Linux: SIGTERM this lane when the driver that started it dies (killed by a call's end):
     an orphaned lane would go on timing on its GPU beside the next call's lanes."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

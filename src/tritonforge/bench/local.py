@@ -10,6 +10,8 @@ reuses. A lane that dies loses only its record, which goes back to the queue.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 import queue
@@ -20,6 +22,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import EnvironmentProblem
 from .lane import REPLY_MARK, LaneConfig, LaneReply
 from .passes import Job, Lost
 
@@ -58,9 +61,6 @@ class _LaneProcess:
             start_new_session=True)
 
     def send(self, job: Job) -> None:
-        import dataclasses
-        import json
-
         assert self.process is not None and self.process.stdin is not None
         self.job = job
         self.process.stdin.write(json.dumps({"ref": dataclasses.asdict(job.ref),
@@ -117,8 +117,6 @@ class LocalGpuExecutor:
 
     def __init__(self, gpus: list[str], base: LaneConfig):
         if not gpus:
-            from ..errors import EnvironmentProblem
-
             raise EnvironmentProblem("no GPU to run the pass on",
                               hint="pass --gpus 0,1 or make the GPUs visible (nvidia-smi -L)")
         self.lanes = [_LaneProcess(g, replace(base, work_dir=str(Path(base.work_dir) / f"gpu{g}"),

@@ -17,6 +17,9 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+from ..model import Status
+from ..search.loop import SLIVER_RETIMED
+
 
 def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
     """``runnable`` is (name, category) pairs; round-robin over categories, names in order."""
@@ -34,9 +37,6 @@ def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
 def held_back(result) -> str:
     """Why a kernel did not reach 1.05x, in the issue's terms (roofline, no transform, verifier
     rejection, noise), from what the loop recorded."""
-    from ..model import Status
-    from ..search.loop import SLIVER_RETIMED
-
     final = result.final
     if final is not None and final.accepted and final.speedup >= 1.05:
         return ""

@@ -16,6 +16,10 @@ class BaselineOptions:
     rewarm_share: float = 0.25
 
 
+# the most copies ``bench selfcheck --copies`` takes (``bench.selfcheck``; the CLI checks it)
+MAX_COPIES = 8
+
+
 @dataclass(frozen=True)
 class SelfcheckOptions:
     names: tuple[str, ...] = ()

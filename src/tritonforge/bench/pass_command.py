@@ -15,16 +15,29 @@ import datetime as dt
 import json
 import signal
 import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..model.serialize import to_jsonable
+from ..profile.session import ncu_lock_mode
 from ..report.tables import render_table
+from ..runtime.hardware import resolve_device
+from ..store import RunStore
+from ..tasks.tritonbench import load_records, load_tasks, split_source
+from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
 from .engine import engine_id, settings_hash
-from .latest import RENDERERS, read_subset, summarize, write_latest
+from .isolation import measure
 from .lane import LaneConfig
+from .latest import RENDERERS, read_subset, summarize, write_latest
+from .local import LocalGpuExecutor, visible_gpus
+from .optimize import choose_subset
 from .options import IsolationOptions, PassOptions, ReverifyOptions
 from .passes import Job, PassOutcome, run_pass
+from .ray_exec import RayExecutor
 from .records import PassRecord, RecordRef, append_record, check_one_engine, read_records
+from .reverify import reverify_record
 
 
 def _say(text: str) -> None:
@@ -32,8 +45,6 @@ def _say(text: str) -> None:
 
 
 def _installed(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(package)
     except PackageNotFoundError:
@@ -54,8 +65,6 @@ def kernel_refs(specs: tuple[str, ...]) -> list[RecordRef]:
 
 
 def _tritonbench_refs(names: list[str]) -> list[RecordRef]:
-    from ..tasks.tritonbench import load_records, split_source
-
     records = load_records()
     missing = [n for n in names if n not in records]
     if missing:
@@ -73,11 +82,6 @@ def pass_names(options: PassOptions) -> list[str]:
         return read_subset(options.names_file)
     if options.kernels:
         return []
-    from ..store import RunStore
-    from ..tasks.tritonbench import load_records
-    from .baseline import BaselineRecord  # noqa: F401 - registers the stored record types
-    from .optimize import choose_subset
-
     if not Path(options.baseline_store).exists():
         raise ConfigError(f"no records named and no baseline store at {options.baseline_store}",
                           hint="pass --names, --names-file (e.g. bench/results/runnable.txt) or "
@@ -93,14 +97,10 @@ def pass_names(options: PassOptions) -> list[str]:
 
 def _executor(options: PassOptions, base: LaneConfig, device: str):
     if options.executor == "ray":
-        from .ray_exec import RayExecutor
-
         init = {"num_gpus": options.ray_num_gpus} if options.ray_num_gpus and not options.address else {}
         return RayExecutor(base, options.address or None, init_kwargs=init)
     if options.executor != "local":
         raise ConfigError(f"--executor {options.executor}: expected local or ray")
-    from .local import LocalGpuExecutor, visible_gpus
-
     gpus = list(options.gpus) or visible_gpus() or (["0"] if device == "cpu" else [])
     return LocalGpuExecutor(gpus, base)
 
@@ -140,9 +140,6 @@ def run_pass_command(options: PassOptions, settings) -> int:
 
 
 def _run_pass(options: PassOptions, settings) -> int:
-    from ..profile.session import ncu_lock_mode
-    from ..runtime.hardware import resolve_device
-
     ncu_lock_mode()         # a bad $TRITONFORGE_NCU_LOCK stops here, not in each record's profile
     engine = engine_id()
     s_hash = settings_hash(settings, options.per_kernel_s)
@@ -215,10 +212,6 @@ def _run_pass(options: PassOptions, settings) -> int:
 def reverify_command(options: ReverifyOptions, settings) -> int:
     """Re-verify accepted kernels of ``records.jsonl`` (``bench.reverify``), one fresh worker
     each; each verdict is appended as the record's new line."""
-    import time
-
-    from .reverify import reverify_record
-
     start = time.monotonic()
     records = read_records(options.records)
     refs = {r.name: r for r in kernel_refs(options.kernels)}
@@ -241,10 +234,6 @@ def reverify_command(options: ReverifyOptions, settings) -> int:
 
 
 def isolation_command(options: IsolationOptions, settings) -> int:
-    from ..tasks.tritonbench import load_tasks
-    from ..model.serialize import to_jsonable
-    from .isolation import measure
-
     if len(options.gpus) != 2:
         raise ConfigError(f"--gpus {','.join(options.gpus)}: give two GPUs, the timed one first",
                           hint="e.g. --gpus 0,1")

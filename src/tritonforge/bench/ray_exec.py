@@ -19,15 +19,16 @@ import os
 from pathlib import Path
 
 from ..errors import EnvironmentProblem
-from .lane import LaneConfig, LaneReply
+from .lane import Lane, LaneConfig, LaneReply
 from .passes import Job, Lost
+from .records import RecordRef
 
 log = logging.getLogger(__name__)
 
 
 def _ray():
     try:
-        import ray
+        import ray   # optional (the ray extra); absent on the GPU image
     except ImportError:
         raise EnvironmentProblem("--executor ray needs Ray, which is not installed",
                           hint="pip install 'tritonforge[ray]' (or pip install ray)") from None
@@ -37,9 +38,6 @@ def _ray():
 def optimize_in_task(ref_data: dict, config_json: str, redo: bool) -> str:
     """The body of one Ray task (worker side): one record on the GPU Ray granted it; returns the
     reply as JSON (``LaneReply.to_json``)."""
-    from .lane import Lane
-    from .records import RecordRef
-
     config = LaneConfig.from_json(config_json)
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     work = Path(config.work_dir) / f"ray-{os.uname().nodename}-gpu{gpu or 'none'}"

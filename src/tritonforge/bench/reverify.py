@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
-from ..model import Status, Task, Variant
-from ..model import content_hash
+from ..model import Status, Task, Variant, content_hash
+from ..runtime.evaluator import Evaluator, original_variant
+from ..search.loop import interpreter_cases
 from .lane import load_ref
 from .records import PassRecord, RecordRef
 
@@ -52,9 +53,6 @@ class Reverified:
 def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work_dir: Path,
                     device: str | None = None) -> Reverified:
     """Verify ``record``'s accepted kernel against the original on every case, fresh seeds."""
-    from ..runtime.evaluator import Evaluator, original_variant
-    from ..search.loop import interpreter_cases
-
     task = with_fresh_seeds(load_ref(ref))
     with Evaluator(settings, work_dir, None, device=device) as ev:
         if ev.device == "cpu":

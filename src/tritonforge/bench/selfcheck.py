@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import Status, Task, Variant
+from ..model.serialize import register as _register
 from ..runtime.evaluator import Evaluator, original_variant
-
-
-MAX_COPIES = 8
+from .options import MAX_COPIES
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,5 @@ def self_check(task: Task, evaluator: Evaluator, case_ids: tuple[str, ...] | Non
     total_b = sum(r.median_b_ms for r in ratios)
     return SelfCheck(task.name, tuple(ratios), total_a / total_b if total_b else float("nan"))
 
-
-from ..model.serialize import register as _register  # noqa: E402
 
 _register(SelfRatio, SelfCheck)

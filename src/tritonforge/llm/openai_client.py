@@ -29,7 +29,7 @@ _RETRIED_STATUS = {408, 409, 429}
 
 def _import_openai() -> Any:
     try:
-        import openai
+        import openai   # optional (the llm extra): the GPU image has none
     except ImportError:
         raise EnvironmentProblem(
             "the 'openai' package is not installed; the LLM proposer needs it",

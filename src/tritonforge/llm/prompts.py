@@ -8,6 +8,7 @@ deterministic (no timestamps, stable ordering), which replay relies on.
 from __future__ import annotations
 
 import logging
+from importlib.metadata import version
 from pathlib import Path
 from typing import Sequence
 
@@ -32,7 +33,6 @@ def clip_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 
 def _triton_version() -> str:
     try:
-        from importlib.metadata import version
         return version("triton")
     except Exception:     # not installed here (a CPU-only machine writing prompts)
         return "3.x"
@@ -44,7 +44,7 @@ class PromptSet:
     def __init__(self, templates_dir: str | Path | None = None, *,
                  triton_version: str | None = None):
         try:
-            import jinja2
+            import jinja2   # optional: the GPU image and a plain install have none
         except ImportError:
             raise ConfigError("the LLM prompts need the 'jinja2' package",
                               hint="pip install jinja2") from None

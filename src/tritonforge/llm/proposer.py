@@ -136,7 +136,7 @@ class LLMProposer:
                 self._policy = self._policy_setting
             elif self._policy_setting:
                 try:
-                    from ..verify import policy
+                    from ..verify import policy   # inside: if absent, replies go unchecked
                 except ImportError:
                     log.warning("POLICY CHECK SKIPPED: tritonforge.verify.policy is not "
                                 "available, so LLM replies are not statically checked before "

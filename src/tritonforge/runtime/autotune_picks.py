@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
+# processes import this module before they set it (tests/transforms/conftest.py).
+
 MAX_PICKS = 24          # lines per variant: one per (kernel, key)
 
 

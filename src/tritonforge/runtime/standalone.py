@@ -45,6 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..model import PerfScriptCall, Task
+from ..model.serialize import loads
+
 CAPTURE_VERSION = 1
 
 
@@ -245,8 +248,6 @@ def record_launches(recorder: _Recorder) -> Iterator[_Recorder]:
 
 def _declared_work(builder: Any, module: Any, case: Any, invocation: Any) -> tuple[float | None, float | None]:
     """Bytes and FLOPs per call by a TritonBench perf script's own get_gbps/get_tflops, if any."""
-    from ..model import PerfScriptCall
-
     if not isinstance(case.recipe, PerfScriptCall) or not invocation.arguments:
         return None, None
     try:
@@ -273,9 +274,6 @@ def run_case(task_file: Path, case_id: str, *, variant_file: Path | None = None,
              warmup: int = 1, repeat: int = 1, dry_run: bool = False, profiler_range: bool = False,
              module_dir: Path | None = None) -> LaunchCapture:
     """Run the case in this process and return what was recorded (errors become ``error``)."""
-    from ..model import Task
-    from ..model.serialize import loads
-
     task = loads(task_file.read_text())
     if not isinstance(task, Task):
         raise SystemExit(f"standalone: {task_file} does not hold a Task")

@@ -18,6 +18,11 @@ import torch
 from ..model import (
     Case, CaseRole, DeviceInfo, Evaluation, Failure, Status, Timing, Variant, VariantResult,
 )
+from ..verify.compare import compare_outputs, tolerance_table
+from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
+from ..verify.guards import integrity_snapshot
+from ..verify.integrity import watch_integrity
+from ..verify.shipped import shipped_after_timing
 from .autotune_picks import autotune_picks
 from .failures import classify_exception
 from .invoke import InvocationBuilder
@@ -310,8 +315,6 @@ def _culprit(timed: list[_State], fns: dict[str, Callable[[], object]], dev: str
 
 @contextlib.contextmanager
 def _watch(st: "_State"):
-    from ..verify.integrity import watch_integrity
-
     with watch_integrity() as patched:
         yield
     if patched and st.failure is None:
@@ -321,15 +324,11 @@ def _watch(st: "_State"):
 
 def _integrity_snapshot() -> Any:
     """What torch, triton and time look like before any candidate is imported."""
-    from ..verify.guards import integrity_snapshot
-
     return integrity_snapshot()
 
 
 def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
             builder: InvocationBuilder, dev: str, snapshot: Any) -> Any:
-    from ..verify.differential import VerifyOptions, verify_against_reference
-
     return verify_against_reference(ref_module, cand_module, task, cases, builder, dev,
                                     VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE))
 
@@ -350,10 +349,6 @@ def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuil
     (``Invocation.timed``) on one correctness case, fresh seed, must match the original's
     (verify.shipped.shipped_after_timing). A candidate that computes the right thing only under
     the verifier's guards, or only on its first calls, fails here as ``watched``."""
-    from ..verify.compare import compare_outputs, tolerance_table
-    from ..verify.differential import fresh_seed, uses_dot
-    from ..verify.shipped import shipped_after_timing
-
     reference = states[0]
     pool = [c for c in task.cases if c.role is CaseRole.CORRECTNESS] or list(task.cases)
     timed = [s for s in states[1:] if s.failure is None and s.timings and s.module is not None

@@ -32,10 +32,17 @@ import logging
 import math
 from dataclasses import dataclass
 
-from ..model import Candidate, ProposalContext, RepairRequest, Status
+from ..analyze import analyze_source
+from ..errors import TransformError
+from ..model import Candidate, ProposalContext, RepairRequest, Status, content_hash
 from .config_space import (
     LaunchConfig, RankedConfig, SiteSpace, autotune_space, problem_elements, rank_site, site_space,
 )
+from .prune import limits_for_hardware, task_element_bytes
+from .rules import autotune_picks_of, profiled_kernels
+
+# ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
+# this module must import there.
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +67,6 @@ def apply_config(source: str, config: LaunchConfig, base: LaunchConfig,
     be made): each changed tile through ``constexpr_override`` (the grid follows; ``memo``
     keeps those rewrites, which several configs of a round share), then num_warps/num_stages by
     their text (``transforms.launch_fast``), or through ``launch_params`` where that cannot."""
-    from ..analyze import analyze_source
-    from ..errors import TransformError
-    from ..model import content_hash
     from ..transforms import get
     from ..transforms.launch_fast import write_launch_options
 
@@ -110,8 +114,6 @@ def add_autotune_config(source: str, config: LaunchConfig,
     """``source`` with ``config`` appended to its kernel's ``@triton.autotune`` list (the base
     config's other values kept) through ``autotune_widen``: the autotuner then measures it beside
     the listed ones and keeps the faster, per key."""
-    from ..analyze import analyze_source
-    from ..errors import TransformError
     from ..transforms import ConfigSpec, get
 
     tiles = dict(config.blocks)
@@ -172,10 +174,6 @@ class ConfigSearchProposer:
 
     # -------------------------------------------------------------- proposing
     def _site_lists(self, context: ProposalContext) -> list[tuple[SiteSpace, list[RankedConfig]]]:
-        from ..analyze import analyze_source
-        from .prune import limits_for_hardware, task_element_bytes
-        from .rules import autotune_picks_of, profiled_kernels
-
         source = context.incumbent.source
         analysis = analyze_source(source)
         tree = ast.parse(source)
@@ -251,8 +249,6 @@ class ConfigSearchProposer:
 
     def _candidate(self, source: str, r: RankedConfig, space: SiteSpace,
                    context: ProposalContext) -> Candidate | None:
-        from ..errors import TransformError
-
         cfg, current = r.config, space.current
         self._keys.add((cfg.kernel, cfg.key))
         try:

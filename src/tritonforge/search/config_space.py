@@ -43,6 +43,10 @@ from ..profile.limits import DeviceLimits
 from .config_facts import contiguous_blocks, problem_elements
 from .prune import Fit, check_estimate
 from .resources import UNKNOWN_BYTES, Bytes, ResourceEstimate, estimate
+from .rules import _may_pipeline
+
+# ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
+# this module must import there.
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +171,6 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
     """The space of one launch site's ``LaunchKnobs``; None for an autotuned kernel, a kernel
     not in the file, or a launch whose options come from elsewhere (``*args``/``**kwargs``,
     @triton.heuristics)."""
-    from .rules import _may_pipeline
-
     if knobs.autotuned or not analysis.has_kernel(knobs.kernel):
         return None
     kernel = analysis.kernel(knobs.kernel)
@@ -206,7 +208,6 @@ def autotune_space(analysis: Any, kernel_name: str, pick: Any = None,
     chose on the profiled case; else its first config): its tile sizes, num_warps, num_stages.
     None when its configs are not a list of literal ``triton.Config`` calls."""
     from ..transforms.autotune_widen import existing_specs
-    from .rules import _may_pipeline
 
     kernel = analysis.kernel(kernel_name)
     specs = existing_specs(kernel)

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import logging
 
+from ..analyze import analyze_source
+from ..errors import TransformError
 from ..model import Candidate
+from .prune import UNKNOWN_BYTES, limits_for_hardware, prune_specs
+
+# ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
+# this module must import there.
 
 log = logging.getLogger(__name__)
 
 
 def _configs_by_kernel(source: str) -> dict[str, tuple[tuple[tuple[str, int], ...], int, int]]:
-    from ..analyze import analyze_source
-
     out = {}
     for knobs in analyze_source(source).knobs:
         blocks = tuple((c.name, c.value) for c in knobs.tunable_constexprs
@@ -34,10 +38,8 @@ def autotune_candidate(original: Candidate, ranked: list[Candidate], max_configs
     fewer than two distinct configs exist or the transform does not apply (the reason is logged).
     ``limits`` (a ``profile.limits.DeviceLimits``, default sm_90's) and ``nbytes`` (element sizes,
     default unknown) decide which configs cannot fit and are left out."""
-    from ..errors import TransformError
     from ..transforms import get
     from ..transforms.configs import ConfigSpec
-    from .prune import UNKNOWN_BYTES, limits_for_hardware, prune_specs
 
     limits = limits or limits_for_hardware(None)
 

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from ..model import Candidate, Decision, Task
 from .cascade import variant as _variant
 
+# ``.dispatch`` is imported inside a function: it needs libcst, which the GPU image lacks, and this
+# module must import there.
+
 if TYPE_CHECKING:
     from .final_check import FinalCheck
 

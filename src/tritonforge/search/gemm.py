@@ -25,7 +25,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .prune import prune_specs
 from .resources import estimate
+
+# ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
+# this module must import there.
 
 log = logging.getLogger(__name__)
 
@@ -243,8 +247,6 @@ def fitting_configs(transform: str, kernel: str, configs: tuple[Any, ...], sourc
     """A move's ``configs`` less those over the device's shared memory or registers
     (``search.prune.prune_specs``); an injected autotune's first config, the launch's own, is
     always kept. None when no new config is left."""
-    from .prune import prune_specs
-
     own = tuple(configs[:1]) if transform == "autotune" else ()
     kept, dropped = prune_specs(source, kernel, list(configs[len(own):]), limits, nbytes)
     for d in dropped:

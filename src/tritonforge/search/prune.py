@@ -33,7 +33,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..model import Candidate, HardwareInfo, HistoryEntry, Status, Task
+from ..analyze import analyze_source
+from ..model import Candidate, HardwareInfo, HistoryEntry, SpecCall, Status, Task, TensorSpec
 from ..profile.limits import DeviceLimits, limits_for
 from .resources import UNKNOWN_BYTES, Bytes, ResourceEstimate, dtype_bytes, estimate
 
@@ -96,8 +97,6 @@ def task_element_bytes(task: Task | None) -> Bytes:
     """The range of floating-point element sizes among the task's tensor inputs (unknown: 1-4)."""
     if task is None:
         return UNKNOWN_BYTES
-    from ..model import SpecCall, TensorSpec
-
     sizes: set[int] = set()
 
     def visit(v: Any) -> None:
@@ -168,8 +167,6 @@ def _check(tree: ast.Module, kernel: str, site: int | None, constexprs: dict[str
 
 def check_source(source: str, limits: DeviceLimits, nbytes: Bytes = UNKNOWN_BYTES) -> list[ConfigCheck]:
     """Every launch site's config (and every autotune config) of ``source``, checked."""
-    from ..analyze import analyze_source
-
     try:
         analysis = analyze_source(source)
         tree = ast.parse(source)

@@ -35,9 +35,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..analyze import analyze_source
 from ..errors import ConfigError, StoreError
 from ..model import Candidate, ProposalContext, RepairRequest, Status
 from .proposer import Proposer
+from .repair_launch import stages_at_launches
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +96,6 @@ def tile_names(source: str) -> frozenset[str]:
     names (``KernelInfo.block_constexprs``: a loop step, or a program-id multiplier that sizes
     something): ``CHUNK``, ``SPAN``. A ``tl.arange`` bound alone is not one: HEAD_DIM describes
     the problem, and halving it changes the result."""
-    from ..analyze import analyze_source
-
     try:
         analysis = analyze_source(source)
     except Exception:  # noqa: BLE001 - an unparseable source has no literals to edit anyway
@@ -248,8 +248,6 @@ def rule_repairs(candidate: Candidate, status: Status, error: str) -> list[Candi
             if rule.name == "fewer-stages":
                 # no num_stages written anywhere: Triton's default (3) multi-buffers the loops;
                 # write a smaller one at the launches (search.repair_launch)
-                from .repair_launch import stages_at_launches
-
                 fix = stages_at_launches(candidate, 2)
                 if fix is not None:
                     out.append(fix)

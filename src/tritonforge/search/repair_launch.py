@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import logging
 
+from ..analyze import analyze_source
+from ..errors import TransformError
 from ..model import Candidate
+from .rules import _may_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -21,10 +24,7 @@ def stages_at_launches(candidate: Candidate, stages: int) -> Candidate | None:
     """``candidate`` with ``num_stages=stages`` written at every launch site that does not set
     it and whose kernel loops over loads; None when there is none (or libcst is missing)."""
     try:
-        from ..analyze import analyze_source
-        from ..errors import TransformError
-        from ..transforms import get
-        from .rules import _may_pipeline
+        from ..transforms import get   # needs libcst, which the GPU image lacks
     except Exception as exc:  # noqa: BLE001 - no libcst (the GPU image): no such repair
         log.debug("no launch-option repair: %s", exc)
         return None

@@ -19,7 +19,17 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..analyze import analyze_source
+from ..analyze.model import LoopKind, ValueOrigin
+from ..errors import TransformError
 from ..model import Candidate, Diagnosis, HistoryEntry, ProposalContext, RepairRequest, Status
+from .gemm import GEMM_SCORE, fitting_configs, gemm_move
+from .prune import (
+    check_source, limits_for_hardware, over_keys, prune_candidate, prune_specs, task_element_bytes,
+)
+
+# ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
+# this module must import there.
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +179,6 @@ def _param_block_moves(knobs: Any, function: str | None, hints: dict[str, float]
     them). Scored below the literal block moves (the current size is unknown, so a move may not
     grow it) and above num_stages; ``seen`` keeps one set per function and parameter when
     several launches share it."""
-    from ..analyze.model import ValueOrigin
-
     moves = []
     if function is None:
         return moves
@@ -226,8 +234,6 @@ def _launch_moves(knobs: Any, hints: dict[str, float], uses_dot: bool = False,
 
 
 def _loops_with_loads(kernel: Any) -> bool:
-    from ..analyze.model import LoopKind
-
     return any(loop.loads > 0 and loop.kind is not LoopKind.STATIC_RANGE for loop in kernel.loops)
 
 
@@ -280,8 +286,6 @@ def _body_moves(hints: dict[str, float]) -> list[Move]:
 def _gemm_moves(source: str, analysis: Any, kernel: str) -> list[Move]:
     """Whole Hopper-sized GEMM tiles for a tl.dot kernel whose configs are all small
     (``search.gemm``); none when its M/N/K tiles cannot be told apart or it has large ones."""
-    from .gemm import GEMM_SCORE, gemm_move
-
     move = gemm_move(source, analysis, kernel)
     if isinstance(move, str):
         log.debug("no GEMM tiles for %s: %s", kernel, move)
@@ -317,7 +321,6 @@ class RuleProposer:
         that may fit the device, at most 8 (None: the list cannot be read, let the transform
         say why; [] : none fits)."""
         from ..transforms.autotune_widen import existing_specs
-        from .prune import prune_specs
 
         info = analysis.kernel(kernel)
         specs = existing_specs(info)
@@ -361,7 +364,6 @@ class RuleProposer:
         file has three kernels and its perf script times one: five of six candidates moved the
         other two, H100, 2026-11-23). ``picks``: kernel -> the config its autotuner chose on the
         profiled case (``autotune_picks_of``), which ``autotune_pin`` may pin."""
-        from ..analyze import analyze_source
         from ..transforms import get as get_transform
 
         analysis = analyze_source(source)
@@ -422,11 +424,7 @@ class RuleProposer:
                                pipelined=not known or _may_pipeline(analysis, knobs.kernel))
 
     def propose(self, context: ProposalContext) -> list[Candidate]:
-        from ..analyze import analyze_source
-        from ..errors import TransformError
         from ..transforms import get
-
-        from .prune import over_keys, check_source, limits_for_hardware, prune_candidate, task_element_bytes
 
         if context.config_search_only:
             return []     # a near-roofline stop: the round belongs to the config search
@@ -464,8 +462,6 @@ class RuleProposer:
             if self.prune and move.transform in ("autotune_blocks", "autotune") \
                     and "configs" in params:
                 # explicit configs (whole GEMM tiles): those over the device are left out
-                from .gemm import fitting_configs
-
                 fit = fitting_configs(move.transform, params["kernel"], params["configs"],
                                       source, limits, nbytes)
                 if fit is None:
@@ -504,8 +500,6 @@ class RuleProposer:
         no tile sizes: dequantize_matmul's test section, H100, 2026-11-24) comes back as the
         same config pinned inside a one-config ``@triton.autotune``, which every caller takes.
         Other repairs are literal edits in ``search.repair``, tried before any proposer's."""
-        from ..analyze import analyze_source
-        from ..errors import TransformError
         from ..transforms import get
 
         params = self._pins.get(request.candidate.hash)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SpecError
@@ -30,7 +31,6 @@ def task_from_file(kernel_path: str | Path, spec_path: str | Path | None = None,
     doc = load_spec(spec_file)
     cases = doc.cases
     if entry:
-        from dataclasses import replace
         cases = tuple(replace(c, recipe=replace(c.recipe, entry=entry)) for c in cases)
     entries = tuple(sorted({c.recipe.entry for c in cases}))
     check_entries(summary, entries, str(path))

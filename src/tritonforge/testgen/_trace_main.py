@@ -31,6 +31,11 @@ from typing import Any
 from tritonforge.testgen._trace_values import (
     LIMITS, _count_tensors, _mark_written, _same, _strip_stats, _tensors, describe,
 )
+from tritonforge.testgen.trace import top_level_imports
+
+# torch and triton are imported inside functions: this is the tracing process's entry point, and the
+# CPU shim must be installed (main) before anything the traced file runs sees torch;
+# ``_trace_values`` keeps torch out of its module top for the same reason.
 
 
 class _Deadline(BaseException):
@@ -334,8 +339,6 @@ def _drive(request: dict, module: Any, notes: list[str]) -> str:
     if driver == "section":
         path = request["section_path"]
         text = open(path, encoding="utf-8").read()
-        from tritonforge.testgen.trace import top_level_imports
-
         exec(compile(top_level_imports(text), path, "exec"), module.__dict__)   # as in one file
         code = compile(text, path, "exec")
         namespace = dict(module.__dict__)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# torch is imported inside functions: ``_trace_main`` (the tracing process's entry point) imports
+# this module before its main installs the CPU shim.
+
 LIMITS = {"values": 4096}     # tensors up to this many elements keep their data (integers, non-finite)
 
 

@@ -14,6 +14,7 @@ Which code drives the calls (``driver``):
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import os
@@ -103,8 +104,6 @@ def top_level_imports(source: str) -> str:
     module's functions may use names only the section imports; tracing and validation add them
     to the module, as the file itself does.
     """
-    import ast
-
     try:
         tree = ast.parse(source)
     except SyntaxError:

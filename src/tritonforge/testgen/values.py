@@ -47,7 +47,7 @@ class Learned:
 def values_supported() -> bool:
     """Whether the worker's input builder knows ``init = "values"`` (checked once, in-process)."""
     try:
-        import torch
+        import torch   # in the try: a worker without torch or without init="values" gives False
 
         from ..runtime.inputs import make_tensor
 

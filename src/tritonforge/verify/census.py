@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,6 @@ def op_census() -> Iterator[Census]:
     """Profile the block; the yielded Census is filled when the block ends."""
     census = Census()
     try:
-        from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU]
         on_gpu = torch.cuda.is_available() and torch.cuda.is_initialized()
         if on_gpu:
@@ -86,8 +87,6 @@ def op_census() -> Iterator[Census]:
 
 
 def _fill(census: Census, prof) -> None:
-    from torch.autograd import DeviceType
-
     launched_by_ops: set[str] = set()
     kernels: set[str] = set()
     for evt in prof.events():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
 import torch
 
 from ..config import DEFAULT_TOLERANCES
@@ -103,12 +104,8 @@ def _same_named_tuple(ref: Any, cand: Any) -> bool:
 
 
 def _compare(ref: Any, cand: Any, path: str, out: list[Mismatch], ctx: _Ctx) -> None:
-    try:
-        import numpy as np
-        if isinstance(ref, np.ndarray) and isinstance(cand, np.ndarray):
-            ref, cand = torch.from_numpy(ref), torch.from_numpy(cand)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(ref, np.ndarray) and isinstance(cand, np.ndarray):
+        ref, cand = torch.from_numpy(ref), torch.from_numpy(cand)
     if isinstance(ref, torch.Tensor) or isinstance(cand, torch.Tensor):
         if not (isinstance(ref, torch.Tensor) and isinstance(cand, torch.Tensor)):
             out.append(ctx.mismatch(path, K.TYPE, f"the original gives a {_type_name(ref)}, "

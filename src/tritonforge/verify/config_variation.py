@@ -24,6 +24,9 @@ import types
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+# triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
+# processes import this module before they set it (tests/transforms/conftest.py).
+
 GROSS_NORM = 0.05         # a config differing more than this (relative norm) is not rounding
 CONFIGS_PER_TUNER = 4     # other configs tried per autotuner, chosen to cover its settings
 

@@ -33,6 +33,7 @@ import logging
 import math
 import re
 import secrets
+import traceback
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -43,11 +44,11 @@ from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
 from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import GROSS_NORM, config_variants
-from .race_values import OwnValues, tensor_at, unexplained
 from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity
 from .kinds import CheatKind, MismatchKind
 from .nonfinite import NOTE as NONFINITE_NOTE
 from .nonfinite import nonfinite_from_finite
+from .race_values import OwnValues, tensor_at, unexplained
 from .runner import MakeInvocation, Run, run_variant
 from .shipped_checks import PLUMBING_OPS, ShippedChecks
 from .tree import as_bits, bitwise_equal, iter_tensors, unravel
@@ -131,7 +132,6 @@ def _classify(exc: BaseException, case_id: str, seed: int) -> Failure:
         status = Status.COMPILE_ERROR
     else:
         status = Status.RUNTIME_ERROR
-    import traceback
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:]
     return Failure(status, line, detail, case_id, seed)
 

@@ -31,6 +31,9 @@ from .integrity import (  # noqa: F401 - re-exported: part of the guards' public
     IntegritySnapshot, check_integrity, integrity_snapshot, restore_integrity, watch_integrity,
 )
 
+# triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
+# processes import this module before they set it (tests/transforms/conftest.py).
+
 log = logging.getLogger(__name__)
 
 _tls = threading.local()

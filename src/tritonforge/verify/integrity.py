@@ -22,6 +22,9 @@ from typing import Any, Iterator
 
 import torch
 
+# triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
+# processes import this module before they set it (tests/transforms/conftest.py).
+
 log = logging.getLogger(__name__)
 
 

@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+import numpy as np
 import torch
 
 from ..model import Case
@@ -63,11 +64,7 @@ class Run:
 def _seed(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
-    try:
-        import numpy as np
-        np.random.seed(seed % (2 ** 32))
-    except ImportError:  # pragma: no cover
-        pass
+    np.random.seed(seed % (2 ** 32))
 
 
 def run_variant(
