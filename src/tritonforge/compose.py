@@ -16,11 +16,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Settings
+from .llm.factory import build_proposer
 from .model import Task, VariantResult
 from .model.progress import ProgressSink
 from .runtime.evaluator import Evaluator, PrestartedEvaluators
 from .runtime.hardware import resolve_device
+from .runtime.perf_inputs import remove_for
+from .search.config_search import ConfigSearchProposer
+from .search.loop import Optimizer
+from .search.rules import RuleProposer
 from .store import RunStore
+from .testgen.augment import with_generated_cases
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +54,12 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     engine alone fills a round on most kernels; asked first, the LLM takes its
     ``llm_candidates_per_round`` and the rules fill the rest.
     """
-    from .search.rules import RuleProposer
-
     proposers: list = [RuleProposer()]
     if settings.config_search:
         # before the rules, for its share of the round: the rules fill the rest
-        from .search.config_search import ConfigSearchProposer
-
         proposers.insert(0, ConfigSearchProposer(settings.config_search_per_round,
                                                  share=settings.config_search_share))
     if settings.llm_model or settings.llm_replay:
-        from .llm.factory import build_proposer
-
         llm = build_proposer(settings, run_dir)
         if llm is not None:
             proposers.insert(0, llm)
@@ -109,11 +109,6 @@ class OptimizeSession:
                  known_baseline: VariantResult | None = None):
         """Run the loop on ``task`` for at most ``budget_s`` (its final check included);
         returns the ``OptimizeResult``. ``progress`` receives the loop's ``ProgressEvent``s."""
-        from .runtime.perf_inputs import remove_for
-        from .search.loop import Optimizer
-
-        from .testgen.augment import with_generated_cases
-
         proposers: list = []
         try:
             # odd sizes and value/layout variety: cases its own tests lack (Settings.generated_cases)

@@ -11,6 +11,7 @@ folder) asks ``env_settings()``, the same precedence without flags.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, fields
@@ -275,8 +276,6 @@ def load_settings(
             raise ConfigError(f"config file is not valid TOML: {exc}", location=str(path)) from None
         for key, raw in _flatten(data, path).items():
             if key not in known:
-                import difflib
-
                 close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
                 raise ConfigError(f"unknown setting {key!r}", location=str(path),
                                   hint=(f"did you mean {close[0]!r}? " if close else "")

@@ -229,3 +229,23 @@ def test_round_one_stops_verifying_once_the_budget_itself_is_spent():
     assert not _verify_while(spent, 1)({})
     left = SimpleNamespace(in_time=lambda: False, within_budget=lambda: True)
     assert _verify_while(left, 1)({})
+
+
+def test_no_twin_run_of_the_original_once_the_budget_is_spent():
+    class Twins(FakeStages):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.twins = 0
+
+        def _cases_the_original_crashes(self, *a):
+            self.twins += 1
+            return set()
+
+    stages = Twins({1: [("x = 1 wrong\n", 1.0)]})
+    env = _env(stages)
+    env.in_time, env.within_budget = (lambda: False), (lambda: False)
+    run_round(_state(), env)
+    assert stages.twins == 0
+    env.within_budget = lambda: True
+    run_round(_state(), env)
+    assert stages.twins == 1

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from .engine import EngineId
+from .optimize import held_back
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,6 @@ def _finite(x: float) -> float:
 def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, per_kernel_s: float,
                 gpu: str = "", redo: bool = False) -> PassRecord:
     """The line for ``ref`` from its ``OptimizeResult`` (``search.loop``)."""
-    from .optimize import held_back
-
     final = result.final
     accepted = final is not None and final.accepted and result.best.hash != result.original.hash
     speedup = _finite(final.speedup) if accepted else 1.0

@@ -9,6 +9,7 @@ before this process imports triton.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -40,8 +41,6 @@ def _release_cached_memory() -> None:
     (2026-11-25, add_example, four pool workers) they held 18.2-19.6 GiB each after the search,
     and the final check of a 28.9x candidate died of CUDA out-of-memory allocating 256 MiB.
     What a request keeps alive (captured inputs) stays; only freed blocks go back."""
-    import gc
-
     import torch
 
     gc.collect()

@@ -15,6 +15,7 @@ from ..model import (
     CaseRole, Diagnosis, PerfScriptCall, Profile, SpecCall, Task, VariantResult,
 )
 from ..model.task import spec_elements
+from ..profile.diagnose import Thresholds, kernel_share
 from ..profile.rules import OUTSIDE_DOMINANT
 
 INTERPRETER_MAX_ELEMENTS = 1 << 16
@@ -137,8 +138,6 @@ def _sliver_retimed(profile: Profile | None, incumbent: VariantResult) -> str | 
     sliver; None otherwise. One stored time can be an outlier: apply_penalty's perf-06 read
     46.7 us in the baseline sweep beside 4.8-20.4 us for its other sizes, which put its 4.1 us
     kernel at 9% of the case and cut its search to one round (H100, 2026-11-25)."""
-    from ..profile.diagnose import Thresholds, kernel_share
-
     if profile is None or profile.case_id is None:
         return None
     fresh = [t.median_ms for t in incumbent.timings

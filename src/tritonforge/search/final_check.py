@@ -30,7 +30,9 @@ from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
 from .budget import FINAL_FIXED_S, BudgetPolicy, autotune_first_run_s
+from .emit import autotune_candidate
 from .final_dispatch import size_dispatch_check
+from .prune import task_element_bytes
 
 log = logging.getLogger(__name__)
 
@@ -225,9 +227,6 @@ class FinalCheck:
                        with_original: bool = False) -> tuple[Decision | None, Candidate]:
         """Offer @triton.autotune over the best configs (and the original's, ``with_original``);
         keep it if it holds up as well."""
-        from .emit import autotune_candidate
-        from .prune import task_element_bytes
-
         top = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
         if with_original:
             top = top[:5] + [original]

@@ -111,8 +111,11 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
     with clock.phase("verify"):
         verified = st.verify(state.task, state.original, cands, state.verify_tiers, in_time)
+        # the original's twin runs judge cases, not candidates: none once the budget is spent
+        # (past it no candidate is verified again or timed)
         unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
-                                                state.verify_ids)
+                                                state.verify_ids) \
+            if env.in_time() or env.within_budget() else set()
     if unsafe:
         state = state.without_cases(unsafe)
         notes += [f"case {cid} dropped: the original itself fails there (it crashes as the "

@@ -22,6 +22,7 @@ from ..model import (
     Candidate, Evaluation, HardwareInfo, HistoryEntry, ProposalContext, Status, Task,
     VariantResult,
 )
+from ..profile.session import ProfileOptions, profile_task
 from ..runtime.failures import WORKER_KILLERS
 from ..runtime.evaluator import Evaluator
 from ..store import RunStore
@@ -29,6 +30,7 @@ from .blame import blamed_cases, twin_blamed
 from .cascade import variant as _variant
 from .cascade import verify_cascade
 from .proposer import Proposer
+from .prune import limits_for_hardware, prune_candidates, task_element_bytes
 from .repair import RepairOutcome, repair_candidate
 
 log = logging.getLogger(__name__)
@@ -190,8 +192,6 @@ class RoundStages:
                history: list[HistoryEntry], notes: list[str]) -> list[Candidate]:
         """Drop candidates with a config over the device's shared memory or registers
         (``search.prune``), the proposers' own drops included; each goes into ``history``."""
-        from .prune import limits_for_hardware, prune_candidates, task_element_bytes
-
         pruned = []
         for p in self.proposers:
             take = getattr(p, "take_pruned", None)
@@ -285,8 +285,6 @@ class RoundStages:
         self.profile = None
         if self.settings.profile == "off":
             return None
-        from ..profile.session import ProfileOptions, profile_task
-
         case = case_id if not self.interpreted else None
         use_ncu = self.settings.profile == "auto" and not self.interpreted
         times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms} if baseline else {}
