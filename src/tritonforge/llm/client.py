@@ -36,7 +36,7 @@ def transcript_path(run_dir: str | Path) -> Path:
 
 def llm_enabled(settings: Settings) -> bool:
     """The LLM proposer is optional: on when a model is named or a replay is asked for."""
-    return bool(settings.llm_model or settings.llm_replay)
+    return bool(settings.llm.model or settings.llm.replay)
 
 
 def build_client(settings: Settings, run_dir: str | Path | None = None,
@@ -47,17 +47,17 @@ def build_client(settings: Settings, run_dir: str | Path | None = None,
     The API key is read from the environment variable named by ``llm_api_key_env``.
     """
     env = os.environ if env is None else env
-    if settings.llm_replay:
-        return ReplayClient(settings.llm_replay)
-    provider = settings.llm_provider.lower()
+    llm = settings.llm
+    if llm.replay:
+        return ReplayClient(llm.replay)
+    provider = llm.provider.lower()
     if provider not in PROVIDERS:
-        raise LLMConfigError(f"unknown llm_provider {settings.llm_provider!r}",
+        raise LLMConfigError(f"unknown llm_provider {llm.provider!r}",
                              hint="use 'openai' (any OpenAI-compatible server) or 'anthropic'")
-    api_key = env.get(settings.llm_api_key_env, "") if settings.llm_api_key_env else ""
+    api_key = env.get(llm.api_key_env, "") if llm.api_key_env else ""
     cls = OpenAIChatClient if provider == "openai" else AnthropicChatClient
-    client: ChatClient = cls(settings.llm_base_url, settings.llm_model, api_key or None,
-                             timeout_s=settings.llm_timeout_s,
-                             max_retries=settings.llm_max_retries)
+    client: ChatClient = cls(llm.base_url, llm.model, api_key or None,
+                             timeout_s=llm.timeout_s, max_retries=llm.max_retries)
     if run_dir is not None:
         client = RecordingClient(client, transcript_path(run_dir))
     return client

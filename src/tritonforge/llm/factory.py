@@ -13,10 +13,11 @@ from .usage import Pricing, TokenBudget
 
 def budget_from_settings(settings: Settings, run_dir: str | Path | None = None) -> TokenBudget:
     """The run's token/cost budget; its ledger goes to ``<run_dir>/llm/usage.jsonl``."""
+    llm = settings.llm
     return TokenBudget(
-        settings.llm_max_tokens,
-        max_cost_usd=settings.llm_max_cost_usd or None,
-        pricing=Pricing(settings.llm_price_in_per_mtok, settings.llm_price_out_per_mtok),
+        llm.max_tokens,
+        max_cost_usd=llm.max_cost_usd or None,
+        pricing=Pricing(llm.price_in_per_mtok, llm.price_out_per_mtok),
         ledger_path=Path(run_dir) / "llm" / "usage.jsonl" if run_dir is not None else None)
 
 
@@ -26,10 +27,11 @@ def build_proposer(settings: Settings, run_dir: str | Path | None = None, *,
     """The LLM proposer the settings ask for, or None when no model (and no replay) is set."""
     if not llm_enabled(settings):
         return None
+    llm = settings.llm
     return LLMProposer(
         build_client(settings, run_dir, env),
-        settings.llm_templates_dir or None,
+        llm.templates_dir or None,
         budget=budget or budget_from_settings(settings, run_dir),
-        max_reply_tokens=settings.llm_max_reply_tokens,
-        temperature=settings.llm_temperature,
-        candidates_per_round=settings.llm_candidates_per_round)
+        max_reply_tokens=llm.max_reply_tokens,
+        temperature=llm.temperature,
+        candidates_per_round=llm.candidates_per_round)

@@ -68,7 +68,7 @@ def ncu_lock_mode(settings: Settings | None = None) -> str:
     shards: under 'exclusive' a record's profile phase queued 35-69 s for the lock against
     20-28 s of profiling itself (attention_fwd_triton3: 61 of 89 s); under 'shared',
     max_reduction's profile took 25 s and queued 0 s (H100, 2026-11-25)."""
-    return (settings or env_settings()).ncu_lock       # checked by config.load_settings
+    return (settings or env_settings()).sharing.ncu_lock   # checked by config.load_settings
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,10 @@ class Evaluator:
         self.store = store
         self.no_compile_pass: set[str] = set()   # tasks whose compile pass killed the worker
         self.device = device or resolve_device(settings.device)
+        checks = settings.verification
         self.worker = Worker(self.device, self.run_dir / "worker",
-                             timeout_s=settings.case_timeout_s,
-                             host_memory_limit_gb=settings.host_memory_limit_gb,
+                             timeout_s=checks.case_timeout_s,
+                             host_memory_limit_gb=checks.host_memory_limit_gb,
                              perf_inputs_dir=Path(settings.run_dir) / "perf-inputs")
 
     def close(self) -> None:

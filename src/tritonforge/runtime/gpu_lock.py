@@ -32,7 +32,7 @@ def gpu_lock_covers_all(settings: Settings | None = None) -> bool:
     Test generation may overlap untimed work with timing (its timings only size the cases); an
     optimization suite run in shards must not (its timings decide what is accepted).
     """
-    s = settings or env_settings()
+    s = (settings or env_settings()).sharing
     return bool(s.gpu_lock) and s.gpu_lock_scope == "all"
 
 
@@ -100,7 +100,7 @@ def gpu_lock(mode: str | None, settings: Settings | None = None) -> Iterator[Non
     (no upgrade): profiling times its case through an Evaluator while holding the lock.
     Unset (the default), nothing is locked: one process owns the GPU.
     """
-    path = (settings or env_settings()).gpu_lock
+    path = (settings or env_settings()).sharing.gpu_lock
     if mode is None or not path or getattr(_lock_depth, "n", 0):
         yield
         return

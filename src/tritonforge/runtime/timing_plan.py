@@ -10,12 +10,12 @@ from .timing import TimingPlan
 
 
 def timing_plan(settings: Settings) -> TimingPlan:
-    return TimingPlan(rounds=settings.timing_rounds, round_ms=settings.timing_round_ms,
-                      warmup_ms=settings.timing_warmup_ms, flush_l2=settings.flush_l2,
-                      flush_mode=settings.flush_mode, interleave=settings.timing_interleave,
-                      pace=settings.timing_pace,
-                      cuda_graph=settings.cuda_graph,
-                      autotune_rep_ms=settings.search_autotune_rep_ms or None)
+    """The search's plan, from the settings' timing section."""
+    t = settings.timing
+    return TimingPlan(rounds=t.rounds, round_ms=t.round_ms, warmup_ms=t.warmup_ms,
+                      flush_l2=t.flush_l2, flush_mode=t.flush_mode, interleave=t.interleave,
+                      pace=t.pace, cuda_graph=t.cuda_graph,
+                      autotune_rep_ms=t.search_autotune_rep_ms or None)
 
 
 def final_check_plan(settings: Settings) -> TimingPlan:

@@ -40,7 +40,7 @@ def trace_progress(request: EvaluateRequest, message: Progress | str, path: str 
     on which case, and when), to find where a GPU call's minutes went. A line is written
     whole, so several shards may share the file."""
     if path is None:
-        path = env_settings().progress_log
+        path = env_settings().sharing.progress_log
     if not path:
         return
     if isinstance(message, Progress):
@@ -185,7 +185,7 @@ class Worker:
             self.start()
         assert self.info is not None
         send(self._to_child, request)
-        trace = env_settings().progress_log     # once per request, not per progress message
+        trace = env_settings().sharing.progress_log     # once per request, not per progress message
         trace_progress(request, "sent", trace)
         last = Progress("start")
         last_time = time.monotonic()

@@ -118,7 +118,7 @@ class Optimizer:
         self.progress = progress
         self._event = ProgressEvent("baseline")
         self._budget_s: float | None = None
-        self.policy = policy or ArbiterPolicy(max_case_regression=settings.max_case_regression)
+        self.policy = policy or ArbiterPolicy(max_case_regression=settings.search.max_case_regression)
         self.ahead_proposers = list(ahead_proposers or ())
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
@@ -181,7 +181,7 @@ class Optimizer:
             self.store.put_task(self.task)
             self.store.put_candidate(self.task.name, original)
         task, notes = self.task, []
-        max_rounds = self.settings.max_rounds
+        max_rounds = self.settings.search.max_rounds
         if self.interpreted:
             task, notes = interpreter_cases(task)
             # accepting by correctness alone, more rounds only show the same loop again, slowly
@@ -250,15 +250,15 @@ class Optimizer:
                                               base, hardware, budget.profile_timeout_s())
         state = SearchState(task, original, original, search_ids,
                             verification_tiers(task, verify_ids, base), diagnosis,
-                            patience=self.settings.patience, notes=tuple(notes))
+                            patience=self.settings.search.patience, notes=tuple(notes))
         state = self._stop_rules(state, base)
         if ahead is not None:
             report = ahead.stop()
             state = state.noted(report.note())
             self._emit("compile", compiled=report.compiled, message=report.note())
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
-                       self.final_check._split_worthy, self._emit, self.settings.min_speedup,
-                       self.settings.patience, self._final_worker_started,
+                       self.final_check._split_worthy, self._emit, self.settings.search.min_speedup,
+                       self.settings.search.patience, self._final_worker_started,
                        lambda: budget.room_for(self.final_check._expected_s(original)),
                        lambda: time.perf_counter() - start,
                        lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s)
