@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-import tritonforge.profile.session as session
+import tritonforge.search.stages as session   # where the stages look profile_task up
 from tritonforge.config import Settings
 from tritonforge.model import Bound, Candidate, Diagnosis, Profile, Task
 from tritonforge.search.stages import RoundStages

@@ -1,0 +1,31 @@
+"""scripts/progress_case_times.py: generated vs own case seconds from a progress log."""
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "progress_case_times.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("progress_case_times", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+LOG = """\
+10:00:00 pid 7 k (2 variants, time=False): sent
+10:00:00 pid 7 k (2 variants, time=False): import original
+10:00:01 pid 7 k (2 variants, time=False): import candidate
+10:00:01 pid 7 k (2 variants, time=False): run original test
+10:00:03 pid 7 k (2 variants, time=False): run original gen-odd-n
+10:00:08 pid 7 k (2 variants, time=False): verify candidate
+10:00:09 pid 7 k (1 variants, time=True): sent
+10:00:09 pid 7 k (1 variants, time=True): run original gen-odd-n
+10:00:20 pid 7 k (1 variants, time=True): done
+"""
+
+
+def test_seconds_are_split_by_case_kind_and_timed_requests_are_left_out():
+    times = _load().case_times(LOG.splitlines())
+    assert times == {"k": (1, 5, 2)}
