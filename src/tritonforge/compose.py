@@ -23,10 +23,10 @@ from .runtime.evaluator import Evaluator, PrestartedEvaluators
 from .runtime.hardware import resolve_device
 from .runtime.perf_inputs import remove_for
 from .search.config_search import ConfigSearchProposer
-from .search.loop import Optimizer
+from .search.loop import GeneratedCounts, Optimizer
 from .search.rules import RuleProposer
 from .store import RunStore
-from .testgen.augment import with_generated_cases
+from .testgen.augment import generated_cases
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +114,11 @@ class OptimizeSession:
             # odd sizes and value/layout variety: cases its own tests lack (Settings.generated_cases)
             # their tracing and validation count in the record's budget: at most a quarter of it
             started = time.monotonic()
-            task = with_generated_cases(
+            made = generated_cases(
                 task, self.settings, self.work_dir / "generated", self.evaluators[0], progress,
                 budget_s=None if budget_s is None
                 else min(self.settings.generated_cases_budget_s, GENERATED_CASES_SHARE * budget_s))
+            task = made.task
             if budget_s is not None:
                 budget_s = max(budget_s - (time.monotonic() - started), 0.0)
             proposers = build_proposers(self.settings, self.work_dir)
@@ -129,7 +130,11 @@ class OptimizeSession:
             setup = time.monotonic() - started - result.wall_s
             return replace(result, wall_s=result.wall_s + max(setup, 0.0),
                            first_verified_s=None if result.first_verified_s is None
-                           else round(result.first_verified_s + max(setup, 0.0), 1))
+                           else round(result.first_verified_s + max(setup, 0.0), 1),
+                           generated=GeneratedCounts(len(made.added),
+                                                     sum(d.refused for d in made.dropped),
+                                                     round(made.seconds, 1),
+                                                     result.generated.verify_s_per_candidate))
         finally:
             record_llm_usage(self.store, task.name, proposers)
             remove_for(Path(self.settings.run_dir) / "perf-inputs", task.name)   # can be GBs

@@ -173,3 +173,27 @@ def test_search_breadth_is_recorded_and_summarized_with_named_groups():
     md = render_markdown(s)
     assert "## Search breadth" in md and "| others-2 | 2 | 6 | 25 | 40 s |" in md
     assert json.loads(json.dumps(latest_json(s)))["groups"]["others-2"]["median_verified"] == 25.0
+
+
+def test_generated_cases_are_recorded_and_counted():
+    from tritonforge.search.loop import GeneratedCounts
+
+    final = Decision(BEST.hash, True, 2.5, 2.2, 2.4, 1.0, "faster")
+    result = OptimizeResult("k", ORIG, BEST, final, 3, "no gain", 123.4, 40,
+                            generated=GeneratedCounts(5, 2, 12.5, 0.4))
+    r = pass_record(RecordRef("k"), result, ENGINE, "s1", 120.0)
+    assert (r.generated_added, r.generated_dropped, r.generated_s, r.generated_verify_s) == \
+        (5, 2, 12.5, 0.4)
+    plain = pass_record(RecordRef("k"), OptimizeResult("k", ORIG, BEST, final, 3, "x", 1.0, 1),
+                        ENGINE, "s1", 120.0)
+    assert (plain.generated_added, plain.generated_verify_s) == (0, None)
+    rs = {"a": rec("a", generated_added=5, generated_dropped=2, generated_s=10.0,
+                   generated_verify_s=0.5),
+          "b": rec("b", generated_added=3, generated_dropped=0, generated_s=30.0),
+          "c": rec("c")}
+    f = figures(list(rs.values()), 3)
+    assert (f.with_generated, f.generated_added, f.generated_dropped) == (2, 8, 2)
+    assert f.median_generated_s == 20.0 and f.median_generated_verify_s == 0.5
+    md = render_markdown(summarize(rs, ["a", "b", "c"], [], date="D", gpu="g", torch="t",
+                                   triton="t", per_kernel_s=120, engine_commit="e"))
+    assert "## Generated cases" in md and "| all | 3 | 2 | 8 | 2 | 20.0 s | 0.5 s |" in md

@@ -159,3 +159,11 @@ def test_the_largest_performance_case_is_the_last_tier_before_the_search_accepts
     assert largest_performance_case(task, base, ids) == ()          # already chosen
     untimed = VariantResult("original", "o", Status.OK)
     assert largest_performance_case(task, untimed, ()) == ()        # the interpreter: no timings
+
+
+def test_each_tiers_results_are_handed_on():
+    log, seen = [], []
+    cands = [Candidate("x = 1\n", "r"), Candidate("x = 2 wrong on t0\n", "r")]
+    verify_cascade([FakeEvaluator(log)], _task(), ORIGINAL, cands, (("t0",), ("p-mid",)),
+                   on_results=lambda tier, got: seen.append((tier, len(got))))
+    assert seen == [(0, 2), (1, 1)]            # the wrong one never reached tier 2

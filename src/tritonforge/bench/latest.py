@@ -36,6 +36,11 @@ class Figures:
     median_verified: float | None          # candidates that passed verification, per record
     median_first_verified_s: float | None  # record start to its first verified candidate, over
                                            # the records that had one
+    with_generated: int                    # records that gained generated cases
+    generated_added: int                   # generated cases, summed over the records
+    generated_dropped: int                 # of the generated, dropped: the original fails them
+    median_generated_s: float | None         # making them, per record that gained some
+    median_generated_verify_s: float | None  # a candidate's request on them
     accepted: int
     reverified: int                 # accepted kernels re-verified after the pass
     wrong_accepted: int             # of those, how many failed
@@ -82,6 +87,12 @@ def figures(records: list[PassRecord], runnable: int) -> Figures:
         median_verified=_median([float(r.verified) for r in records]),
         median_first_verified_s=_median([r.first_verified_s for r in records
                                          if r.first_verified_s is not None]),
+        with_generated=sum(1 for r in records if r.generated_added),
+        generated_added=sum(r.generated_added for r in records),
+        generated_dropped=sum(r.generated_dropped for r in records),
+        median_generated_s=_median([r.generated_s for r in records if r.generated_added]),
+        median_generated_verify_s=_median([r.generated_verify_s for r in records
+                                           if r.generated_verify_s is not None]),
         accepted=len(accepted), reverified=len(checked),
         wrong_accepted=sum(1 for r in checked if r.reverified is False))
 
@@ -192,6 +203,22 @@ def _breadth(blocks: list[tuple[str, Figures]]) -> str:
     return "\n".join(lines)
 
 
+def _generated(blocks: list[tuple[str, Figures]]) -> str:
+    """Per block: what generated cases (testgen.augment) added and cost."""
+    def s(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1f} s"
+
+    head = ("group", "records", "with generated cases", "added", "dropped (the original fails them)",
+            "median time to make them", "median per candidate")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, f in blocks:
+        lines.append("| " + " | ".join((
+            label, str(f.optimized), str(f.with_generated), str(f.generated_added),
+            str(f.generated_dropped), s(f.median_generated_s), s(f.median_generated_verify_s)))
+            + " |")
+    return "\n".join(lines)
+
+
 def render_markdown(summary: PassSummary) -> str:
     """Overall, by category and by kernel-length quartile, from the summary's records."""
     recs = list(summary.records)
@@ -207,7 +234,10 @@ def render_markdown(summary: PassSummary) -> str:
                    + [_row(g, f) for g, f in summary.groups.items()]),
             "", "## Search breadth", "",
             _breadth([("all", summary.all), ("subset-40", summary.subset),
-                      ("others", summary.others)] + list(summary.groups.items()))]
+                      ("others", summary.others)] + list(summary.groups.items())),
+            "", "## Generated cases", "",
+            _generated([("all", summary.all), ("subset-40", summary.subset),
+                        ("others", summary.others)])]
     by_cat: dict[str, list[PassRecord]] = {}
     for r in recs:
         by_cat.setdefault(r.category or "(none)", []).append(r)

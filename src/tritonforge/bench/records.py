@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
+from ..search.loop import GeneratedCounts
 from .engine import EngineId
 from .optimize import held_back
 
@@ -68,6 +69,10 @@ class PassRecord:
     reverify_note: str = ""
     verified: int = 0              # candidates that passed verification (and were timed)
     first_verified_s: float | None = None   # record start to the first of them
+    generated_added: int = 0       # generated cases the task gained (testgen.augment)
+    generated_dropped: int = 0     # generated cases dropped: the original fails them
+    generated_s: float = 0.0       # seconds making them took, before the search
+    generated_verify_s: float | None = None  # a candidate's request on them, mean seconds
 
     @property
     def is_success(self) -> bool:
@@ -86,6 +91,7 @@ def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, pe
                 gpu: str = "", redo: bool = False) -> PassRecord:
     """The line for ``ref`` from its ``OptimizeResult`` (``search.loop``)."""
     final = result.final
+    made = getattr(result, "generated", None) or GeneratedCounts()
     accepted = final is not None and final.accepted and result.best.hash != result.original.hash
     speedup = _finite(final.speedup) if accepted else 1.0
     if result.stop_reason.startswith("the original"):
@@ -104,6 +110,8 @@ def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, pe
         wall_s=round(result.wall_s, 1), per_kernel_s=per_kernel_s, candidates=result.tried,
         verified=getattr(result, "verified", 0),
         first_verified_s=getattr(result, "first_verified_s", None),
+        generated_added=made.added, generated_dropped=made.dropped, generated_s=made.seconds,
+        generated_verify_s=made.verify_s_per_candidate,
         rounds=result.rounds, stop_reason=(final.reason if final else result.stop_reason)[:200],
         held_back=held_back(result),
         accepted=f"{best.hash[:12]} {best.origin}: {best.description}"[:300] if accepted else "",

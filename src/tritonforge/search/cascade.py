@@ -80,11 +80,13 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
                    cands: list[Candidate], tiers: tuple[tuple[str, ...], ...],
                    on_tier: Callable[[int, int, int], None] = lambda tier, asked, passed: None,
                    in_time: Callable[[dict[str, VariantResult]], bool] = lambda got: True,
-                   ) -> dict[str, VariantResult]:
+                   on_results: Callable[[int, dict[str, VariantResult]], None]
+                   = lambda tier, got: None) -> dict[str, VariantResult]:
     """``cands`` verified tier by tier: a candidate that fails a tier is never run on the next
     (its result is that failure); one that passes every tier has the last tier's result. A
     candidate the budget left unverified on a later tier is SKIPPED (see ``verify_pool``).
-    ``on_tier(tier index, candidates asked, candidates passed)`` after each tier."""
+    ``on_tier(tier index, candidates asked, candidates passed)`` and ``on_results(tier index,
+    its results)`` after each tier."""
     results: dict[str, VariantResult] = {}
     alive = list(cands)
     for i, tier in enumerate(t for t in tiers if t):
@@ -94,5 +96,6 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
         results.update(got)
         passed = [c for c in alive if got[c.hash].status is Status.OK]
         on_tier(i, len(alive), len(passed))
+        on_results(i, got)
         alive = passed
     return results

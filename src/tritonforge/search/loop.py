@@ -46,6 +46,17 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class GeneratedCounts:
+    """What generated cases (``testgen.augment``) did for one record: the cases added, those the
+    original failed (dropped), the seconds making them took, and the mean seconds a candidate's
+    verification request on them took (the cascade's generated tier; None: none ran there)."""
+    added: int = 0
+    dropped: int = 0
+    seconds: float = 0.0
+    verify_s_per_candidate: float | None = None
+
+
+@dataclass(frozen=True)
 class OptimizeResult:
     task: str
     original: Candidate
@@ -62,6 +73,7 @@ class OptimizeResult:
     phases: tuple[PhaseTime, ...] = ()   # wall_s split by phase (search.phases)
     verified: int = 0          # candidates that passed verification (and were timed)
     first_verified_s: float | None = None   # from the start to the first of them
+    generated: "GeneratedCounts" = field(default_factory=lambda: GeneratedCounts())
 
     @property
     def improved(self) -> bool:
@@ -281,7 +293,8 @@ class Optimizer:
         return OptimizeResult(self.task.name, original, best_c, final, state.round, stop,
                               time.perf_counter() - start, len(state.history), state.history,
                               state.search_ids, tuple(notes), gpu_blocked_s() - blocked0,
-                              clock.times(), counts(state)["verified"], state.first_verified_s)
+                              clock.times(), counts(state)["verified"], state.first_verified_s,
+                              GeneratedCounts(verify_s_per_candidate=self.stages.generated_tier_s()))
 
     def _baseline(self, task: Task, original: Candidate, clock: PhaseClock,
                   notes: list[str]) -> VariantResult:
@@ -357,3 +370,4 @@ def make_evaluators(settings: Settings, run_dir: Path, store: RunStore | None, j
 from ..model.serialize import register as _register  # noqa: E402
 
 _register(OptimizeResult)
+_register(GeneratedCounts)

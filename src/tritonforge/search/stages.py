@@ -60,6 +60,7 @@ class RoundStages:
         self.interpreted = interpreted
         self.profile = None
         self._twin_fails: dict[str, bool] = {}
+        self._generated_walls: list[float] = []   # candidates' request seconds on generated cases
 
     def verify(self, task: Task, original: Candidate, cands: list[Candidate],
                tiers: tuple[tuple[str, ...], ...],
@@ -71,7 +72,21 @@ class RoundStages:
             if len(tiers) > 1:
                 log.info("%s: verification tier %d: %d of %d passed", task.name, tier + 1,
                          passed, asked)
-        return verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time)
+        made = {c.id for c in task.cases if c.generated}
+        kept = [t for t in tiers if t]
+
+        def on_results(tier: int, got: dict[str, VariantResult]) -> None:
+            if made and tier < len(kept) and set(kept[tier]) <= made:
+                self._generated_walls += [r.wall_s for r in got.values()
+                                          if r.status is not Status.SKIPPED and r.wall_s > 0]
+        return verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time,
+                              on_results)
+
+    def generated_tier_s(self) -> float | None:
+        """Mean seconds of a candidate's verification request on the generated cases' tier
+        (what generated cases add to checking one candidate); None when none ran there."""
+        walls = self._generated_walls
+        return round(sum(walls) / len(walls), 3) if walls else None
 
     def _cases_the_original_crashes(self, task: Task, original: Candidate, cands: list[Candidate],
                                     verified: dict[str, VariantResult],

@@ -182,11 +182,19 @@ def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
     (the entry points' hook before a search), saying in one ``progress`` event what was added and
     dropped. ``budget_s`` bounds the tracing and validation (default:
     ``settings.generated_cases_budget_s``)."""
+    return generated_cases(task, settings, work_dir, evaluator, progress, budget_s).task
+
+
+def generated_cases(task: Task, settings: Settings, work_dir: str | Path,
+                    evaluator: Evaluator | None = None, progress: ProgressSink | None = None,
+                    budget_s: float | None = None) -> Augmented:
+    """``with_generated_cases`` with what happened: the cases added and dropped and the seconds
+    (a task left as it was, when generated cases are off, has none)."""
     if settings.generated_cases == "off":
-        return task
+        return Augmented(task, ())
     device = evaluator.device if evaluator is not None else resolve_device(settings.device)
     if settings.generated_cases == "auto" and device == "cpu":
-        return task
+        return Augmented(task, ())
     budget = settings.generated_cases_budget_s if budget_s is None else budget_s
     # the trace is bounded by the budget too: an H100 pass at 120 s a record (budget 30 s) spent
     # 74 s on one record's generated cases under the fixed 180 s trace limit
@@ -201,4 +209,4 @@ def with_generated_cases(task: Task, settings: Settings, work_dir: str | Path,
                     f"{aug.seconds:.0f} s"
                     + (f", {failed} dropped (the original fails them)" if failed else "")
                     + (f"; {aug.notes[0][:120]}" if not aug.added and aug.notes else "")))
-    return aug.task
+    return aug
