@@ -167,3 +167,28 @@ def test_each_tiers_results_are_handed_on():
     verify_cascade([FakeEvaluator(log)], _task(), ORIGINAL, cands, (("t0",), ("p-mid",)),
                    on_results=lambda tier, got: seen.append((tier, len(got))))
     assert seen == [(0, 2), (1, 1)]            # the wrong one never reached tier 2
+
+
+def test_the_stages_average_a_candidates_request_on_the_generated_tier():
+    from dataclasses import replace
+
+    from tritonforge.search.stages import RoundStages
+
+    class Timed(FakeEvaluator):
+        def evaluate(self, task, variants, *, purpose, case_ids, **kwargs):
+            got = super().evaluate(task, variants, purpose=purpose, case_ids=case_ids, **kwargs)
+            r = replace(got.result("candidate"), wall_s=2.0 if case_ids == ("gen-odd",) else 9.0)
+            return SimpleNamespace(result=lambda name: r)
+
+    task = _task()
+    task = replace(task, cases=task.cases + (
+        Case("gen-odd", CaseRole.CORRECTNESS, SpecCall("f"), generated=True),))
+    st = RoundStages.__new__(RoundStages)
+    st.evaluators, st._generated_walls = [Timed([])], []
+    cands = [Candidate("x = 1\n", "r"), Candidate("x = 2\n", "r"),
+             Candidate("x = 3 wrong on t0\n", "r")]
+    st.verify(task, ORIGINAL, cands, (("t0",), ("gen-odd",), ("p-mid",)))
+    assert st.generated_tier_s() == 2.0        # two candidates reached the generated tier
+    empty = RoundStages.__new__(RoundStages)
+    empty._generated_walls = []
+    assert empty.generated_tier_s() is None
