@@ -129,3 +129,37 @@ def test_no_case_the_original_runs_ends_the_run_before_any_proposal(sin_task, tm
     broken = replace(task, cases=tuple(c for c in task.cases if c.id == "c"))
     result, _ = _optimize(broken, tmp_path, [FixedProposer("x = 1\n", "never proposed")])
     assert result.tried == 0 and "no case left" in result.stop_reason
+
+
+def test_late_cases_join_the_verification_as_its_generated_tier(task, tmp_path):
+    """Cases made while the original is measured (compose: generated cases on a spare worker)
+    are waited for after the profile and verify every candidate: one wrong only at a size the
+    task's own cases lack is rejected there."""
+    from tritonforge.model import Case, CaseRole
+
+    own = task.cases[0]
+    at_300 = replace(own, id="gen-300", generated=True,
+                     recipe=replace(own.recipe, args=(replace(own.recipe.args[0], shape=(300,)),)))
+    asked = []
+
+    def late():
+        asked.append(1)
+        return (at_300,)
+
+    wrong = task.source.replace("n_elements = x.numel()",
+                                "n_elements = x.numel() - (1 if x.numel() == 300 else 0)")
+    assert wrong != task.source
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], [FixedProposer(wrong, "one short at 300")],
+                            store, candidates_per_round=2, late_cases=late)
+            result = opt.run()
+        finally:
+            ev.close()
+    assert asked == [1]
+    assert result.best.hash == result.original.hash
+    assert [h.status for h in result.history] != [Status.OK]
+    assert "gen-300" in result.history[0].reason
+    assert "cases" in [p.name for p in result.phases]

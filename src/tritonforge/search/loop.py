@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
-from ..model import Candidate, Decision, HardwareInfo, HistoryEntry, Task, VariantResult
+from ..model import Candidate, Case, Decision, HardwareInfo, HistoryEntry, Task, VariantResult
 from ..model.progress import ProgressEvent, ProgressSink
 from ..runtime.evaluator import Evaluator
 from ..runtime.gpu_lock import gpu_blocked_s
@@ -110,7 +110,8 @@ class Optimizer:
                  policy: ArbiterPolicy | None = None, candidates_per_round: int | None = None,
                  make_final_evaluator: Callable[[], Evaluator] | None = None,
                  known_baseline: VariantResult | None = None,
-                 ahead_proposers: list[Proposer] | None = None):
+                 ahead_proposers: list[Proposer] | None = None,
+                 late_cases: Callable[[], tuple[Case, ...]] | None = None):
         """``known_baseline``: the original's per-case times from a baseline sweep of the same
         task on this kind of GPU; the search's first step (timing the original on every case,
         96-101 s for dequantize_matmul and bmm_optimized on the H100, most of their budget) is
@@ -120,7 +121,11 @@ class Optimizer:
         ``ahead_proposers``: proposers of their own (not those of ``proposers``: a proposer may
         keep state between calls) whose candidates from the source alone compile on the spare
         workers of the pool while the original's baseline and profile run (``search.ahead``);
-        None or a pool of one worker: nothing is compiled ahead."""
+        None or a pool of one worker: nothing is compiled ahead.
+
+        ``late_cases``: correctness cases being made while the original is measured (generated
+        cases, made on a spare worker: ``compose``); called once the profile is done, it waits
+        for them and they join the task's verification, as the cascade's generated tier."""
         self.task = task
         self.settings = settings
         self.evaluators = evaluators
@@ -132,6 +137,7 @@ class Optimizer:
         self._budget_s: float | None = None
         self.policy = policy or ArbiterPolicy(max_case_regression=settings.search.max_case_regression)
         self.ahead_proposers = list(ahead_proposers or ())
+        self.late_cases = late_cases
         self.make_final_evaluator = make_final_evaluator
         self.interpreted = self.timer.device == "cpu"
         self.known_baseline = None if self.interpreted else known_baseline
@@ -260,6 +266,11 @@ class Optimizer:
         with clock.phase("profile"):
             diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
                                               base, hardware, budget.profile_timeout_s())
+        if self.late_cases is not None:
+            with clock.phase("cases"):
+                late = tuple(c for c in self.late_cases() if c.id not in {k.id for k in task.cases})
+            task = replace(task, cases=task.cases + late)
+            verify_ids += tuple(c.id for c in late)
         state = SearchState(task, original, original, search_ids,
                             verification_tiers(task, verify_ids, base), diagnosis,
                             patience=self.settings.search.patience, notes=tuple(notes))

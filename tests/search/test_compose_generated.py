@@ -1,0 +1,49 @@
+"""The composition root makes generated cases on the pool's last worker while the original is
+measured (a pool of two or more), and before the search with one worker; either way the
+record's result says what they were."""
+
+import threading
+from dataclasses import replace
+
+from tritonforge import compose
+from tritonforge.compose import OptimizeSession, SessionOptions
+from tritonforge.config import Settings
+from tritonforge.store import RunStore
+from tritonforge.testgen.augment import Augmented
+from tritonforge.testgen.model import Dropped
+
+
+def _fake_generation(calls):
+    def generated_cases(task, settings, work_dir, evaluator, progress, budget_s):
+        calls.append((evaluator, threading.current_thread().name))
+        own = task.cases[0]
+        made = replace(own, id="gen-300", generated=True, recipe=replace(
+            own.recipe, args=(replace(own.recipe.args[0], shape=(300,)),)))
+        return Augmented(replace(task, cases=task.cases + (made,)), ("gen-300",),
+                         (Dropped("gen-odd", "the original fails"),), seconds=1.5)
+    return generated_cases
+
+
+def _run(sin_task, tmp_path, monkeypatch, jobs):
+    calls = []
+    monkeypatch.setattr(compose, "generated_cases", _fake_generation(calls))
+    settings = Settings(device="cpu", max_rounds=1, patience=1, run_dir=str(tmp_path))
+    with RunStore(tmp_path / "store.sqlite") as store, \
+            OptimizeSession(settings, store, SessionOptions(jobs=jobs), device="cpu") as session:
+        result = session.optimize(sin_task, 600.0)
+        return result, calls, session.evaluators
+
+
+def test_with_a_pool_they_are_made_on_its_last_worker_beside_the_baseline(sin_task, tmp_path,
+                                                                          monkeypatch):
+    result, calls, evaluators = _run(sin_task, tmp_path, monkeypatch, jobs=2)
+    assert calls[0][0] is evaluators[-1] and calls[0][1].startswith("generated-cases")
+    assert (result.generated.added, result.generated.dropped, result.generated.seconds) == (1, 1, 1.5)
+    assert "cases" in [p.name for p in result.phases]     # the search waited for them
+
+
+def test_with_one_worker_they_are_made_first(sin_task, tmp_path, monkeypatch):
+    result, calls, evaluators = _run(sin_task, tmp_path, monkeypatch, jobs=1)
+    assert calls[0][0] is evaluators[0] and not calls[0][1].startswith("generated-cases")
+    assert result.generated.added == 1
+    assert "cases" not in [p.name for p in result.phases]
