@@ -68,6 +68,15 @@ def build_proposers(settings: Settings, run_dir: Path) -> list:
     return proposers
 
 
+def ahead_proposers(settings: Settings) -> list:
+    """Proposers of their own for compiling round 1's likely candidates while the original is
+    measured (``search.ahead``): the config search, which needs only the source (the rules
+    follow the profile's hints, which do not exist yet). None when the config search is off."""
+    if not settings.config_search:
+        return []
+    return [ConfigSearchProposer(settings.config_search_per_round, share=1.0)]
+
+
 def record_llm_usage(store: RunStore, task_name: str, proposers: list) -> int:
     """Keep every LLM request's ``UsageRecord`` in the run store (kind ``llm_usage``).
 
@@ -165,7 +174,8 @@ class OptimizeSession:
             proposers = build_proposers(self.settings, self.work_dir)
             optimizer = Optimizer(task, self.settings, self.evaluators, proposers, self.store,
                                   progress, make_final_evaluator=self.final_pool,
-                                  known_baseline=known_baseline, late_cases=late_cases)
+                                  known_baseline=known_baseline, late_cases=late_cases,
+                                  ahead_proposers=ahead_proposers(self.settings))
             result = optimizer.run(budget_s)
             made = made or _settled(pending, task)
             # the record's time is the generated cases' (when made first) and the search's

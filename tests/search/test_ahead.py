@@ -91,3 +91,38 @@ def test_compile_ahead_never_imports_a_source_the_policy_refuses(tmp_path):
     good = Variant("candidate", "x = 2\n", "h2")
     assert ev.compile_ahead(TASK, (Variant("original", ORIGINAL.source, ORIGINAL.hash), good)) == "done"
     assert sent[0].compile_only and not sent[0].verify and not sent[0].time
+
+
+def test_the_worker_making_late_cases_is_not_a_spare_one(monkeypatch):
+    """compose makes generated cases on the pool's last worker while the original is measured:
+    compiling ahead takes the workers between the timer and that one."""
+    from types import SimpleNamespace
+
+    import tritonforge.search.loop as loop
+    from tritonforge.compose import ahead_proposers
+    from tritonforge.config import Settings
+    from tritonforge.search.config_search import ConfigSearchProposer
+
+    got = []
+
+    class Spy:
+        def __init__(self, spare, *a, **k):
+            got.append(list(spare))
+
+        def start(self):
+            pass
+
+    monkeypatch.setattr(loop, "CompileAhead", Spy)
+    opt = loop.Optimizer.__new__(loop.Optimizer)
+    opt.evaluators = ["timer", "w1", "w2", "w3"]
+    opt.timer = SimpleNamespace(device="cuda")
+    opt.interpreted, opt.ahead_proposers, opt.progress = False, ["p"], None
+    opt.stages = SimpleNamespace(per_round=16)
+    opt.late_cases = lambda: ()
+    opt._compile_ahead(None, None)
+    opt.late_cases = None
+    opt._compile_ahead(None, None)
+    assert got == [["w1", "w2"], ["w1", "w2", "w3"]]
+    made = ahead_proposers(Settings())
+    assert len(made) == 1 and isinstance(made[0], ConfigSearchProposer) and made[0].share == 1.0
+    assert ahead_proposers(Settings(config_search=False)) == []

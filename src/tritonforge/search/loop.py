@@ -219,7 +219,9 @@ class Optimizer:
     def _compile_ahead(self, task: Task, original: Candidate) -> CompileAhead | None:
         """Compiling ahead started on the pool's spare workers (None: no spare worker, no ahead
         proposer, or the CPU interpreter, where nothing compiles)."""
-        spare = self.evaluators[1:]
+        # the pool's last worker makes the late cases meanwhile (compose): not a spare one
+        late = getattr(self, "late_cases", None)
+        spare = self.evaluators[1:-1] if late is not None else self.evaluators[1:]
         if not spare or not self.ahead_proposers or self.interpreted:
             return None
         ahead = CompileAhead(spare, task, original, self.ahead_proposers, self.per_round,
