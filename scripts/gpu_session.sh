@@ -4,7 +4,9 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | isolation
+# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
+#   scaling: NAMES (default the first 12 of pass-order.txt) on GPU 0, then on GPUs 0,1, at
+#   SCALING_S seconds a record (default 20: both runs in one call); scaling.md compares them
 #   pass: one optimization pass, resumable call after call from PASS_DIR/records.jsonl (see the step)
 #   PASS_DIR     where records.jsonl, LATEST.json and PASS.md live (default bench/results)
 #   PASS_NAMES_FILE  the pass's records (default bench/results/pass-order.txt: every runnable
@@ -194,6 +196,28 @@ for step in "$@"; do
           > "$OUT/pass-final.log" 2>&1 || true
       fi
       cp "$PASS_DIR/records.jsonl" "$PASS_DIR/LATEST.json" "$PASS_DIR/PASS.md" "$FINAL_OUT/" 2>/dev/null || true
+      ;;
+    scaling)
+      # issue 30: the same records on one GPU, then on two (fresh records files, so neither run
+      # resumes the other); scripts/scaling_compare.py puts them side by side
+      export TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}"
+      SC_NAMES="${NAMES:-$(grep -v '^#' bench/results/pass-order.txt | head -12 | paste -sd,)}"
+      half=$(( ($(left) - 60) / 3 ))     # one GPU takes about twice as long as two
+      for gpus in 0 0,1; do
+        tag=$([ "$gpus" = 0 ] && echo 1gpu || echo 2gpu)
+        budget=$([ "$gpus" = 0 ] && echo $(( 2 * half )) || echo $(( $(left) - 40 )))
+        log "scaling: $tag (budget $budget s)"
+        rm -rf "/tmp/scaling-$tag" && mkdir -p "/tmp/scaling-$tag"
+        timeout "$(left)" python3 -m tritonforge bench optimize --device cuda \
+          --run-dir ".gpu-store/scaling-$tag" --per-kernel "${SCALING_S:-20}" --jobs "${OPT_JOBS:-4}" \
+          --records "/tmp/scaling-$tag/records.jsonl" --latest "/tmp/scaling-$tag/LATEST.json" \
+          --names "$SC_NAMES" --gpus "$gpus" --budget "$budget" --out "$OUT/scaling-$tag.json" \
+          > "$OUT/scaling-$tag.log" 2>&1
+        cp "/tmp/scaling-$tag/records.jsonl" "$OUT/scaling-$tag.records.jsonl" 2>/dev/null
+        tail -3 "$OUT/scaling-$tag.log"
+      done
+      python3 scripts/scaling_compare.py "$OUT/scaling-1gpu.json" "$OUT/scaling-1gpu.records.jsonl" \
+        "$OUT/scaling-2gpu.json" "$OUT/scaling-2gpu.records.jsonl" | tee "$FINAL_OUT/scaling.md"
       ;;
     isolation)
       # the per-GPU executor's premise: a record's times on GPU A alone and beside a busy GPU B
