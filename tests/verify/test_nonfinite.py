@@ -78,3 +78,15 @@ def test_the_verifier_notes_nan_the_original_makes_from_finite_inputs():
                      options=options, device=DEVICE)
     assert verdict.passed, verdict.summary()
     assert any(NONFINITE_NOTE in n and n.startswith("c seed ") for n in verdict.notes)
+
+
+def test_cases_past_the_stability_deadline_are_reported_unchecked():
+    task = Task("t", "x = 0\n", ("f",), (Case("gen-a", CaseRole.CORRECTNESS, SpecCall("f")),
+                                         Case("gen-b", CaseRole.CORRECTNESS, SpecCall("f"))), "t")
+
+    class Never:
+        def evaluate(self, *a, **k):
+            raise AssertionError("no request once the deadline has passed")
+
+    got = check_stable(Never(), task, ("gen-a", "gen-b"), deadline=0.0)
+    assert got.unchecked == ("gen-a", "gen-b") and got.kept == ("gen-a", "gen-b")

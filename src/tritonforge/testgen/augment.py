@@ -128,6 +128,7 @@ def augment_task(task: Task, settings: Settings, work_dir: str | Path, *,
     opts = TestgenOptions(perf=False, seeds=options.seeds, max_traced=0, max_traced_total=0,
                           max_odd=options.max_odd, max_odd_total=options.max_odd_total,
                           variety=options.variety, stability=options.stability, probe_tied=True,
+                          stable_only=True,
                           big_bytes=options.big_bytes_interpreted if dev == "cpu" else options.big_bytes,
                           trace_timeout_s=options.trace_timeout_s, budget_s=options.budget_s)
     try:

@@ -38,6 +38,7 @@ class Validation:
     dropped: tuple[Dropped, ...]
     median_ms: tuple[tuple[str, float], ...] = field(default=())
     notes: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()   # kept without the check (check_stable: its time ran out)
 
 
 def run_original(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
@@ -136,7 +137,7 @@ def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
     if unchecked:
         notes.append(f"stability not checked for {len(unchecked)} case(s) (time limit): "
                      + ", ".join(unchecked[:6]))
-    return Validation(tuple(kept), tuple(dropped), notes=tuple(notes))
+    return Validation(tuple(kept), tuple(dropped), notes=tuple(notes), unchecked=tuple(unchecked))
 
 
 _CONTIGUOUS_WRAPPER = '''
