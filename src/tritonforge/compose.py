@@ -91,24 +91,26 @@ def record_llm_usage(store: RunStore, task_name: str, proposers: list) -> int:
     return written
 
 
-def _in_background(fn: Callable[..., Augmented], *args) -> Future:
-    """``fn(*args)`` in a thread of its own, its result a Future."""
+def _in_background(task: Task, *args) -> Future:
+    """``generated_cases(task, *args)`` in a thread of its own; its Future never raises (a
+    failure leaves the task unchanged, with a note)."""
+    def make() -> Augmented:
+        try:
+            return generated_cases(task, *args)
+        except Exception as exc:  # noqa: BLE001 - generated cases are extra checks, not the run
+            log.warning("generated cases for %s failed: %s", task.name, exc)
+            return Augmented(task, (), notes=(f"no generated cases: {type(exc).__name__}: {exc}",))
+
     runner = ThreadPoolExecutor(1, thread_name_prefix="generated-cases")
     try:
-        return runner.submit(fn, *args)
+        return runner.submit(make)
     finally:
         runner.shutdown(wait=False)
 
 
 def _settled(pending: Future | None, task: Task) -> Augmented:
-    """What the background generation made, once it is done (the task unchanged if it failed)."""
-    if pending is None:
-        return Augmented(task, ())
-    try:
-        return pending.result()
-    except Exception as exc:  # noqa: BLE001 - generated cases are extra checks, not the run
-        log.warning("generated cases for %s failed: %s", task.name, exc)
-        return Augmented(task, (), notes=(f"no generated cases: {type(exc).__name__}: {exc}",))
+    """What the background generation made, once it is done (nothing made without one)."""
+    return Augmented(task, ()) if pending is None else pending.result()
 
 
 def _generated_of(pending: Future, task: Task) -> Callable[[], tuple[Case, ...]]:
@@ -161,9 +163,8 @@ class OptimizeSession:
             made: Augmented | None = None
             late_cases = None
             if len(self.evaluators) > 1:
-                pending = _in_background(generated_cases, task, self.settings,
-                                         self.work_dir / "generated", self.evaluators[-1],
-                                         progress, share)
+                pending = _in_background(task, self.settings, self.work_dir / "generated",
+                                         self.evaluators[-1], progress, share)
                 late_cases = _generated_of(pending, task)
             else:
                 made = generated_cases(task, self.settings, self.work_dir / "generated",

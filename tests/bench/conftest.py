@@ -60,3 +60,16 @@ def pass_process(tmp_path):
     """``pass_process(*args)``: the ``bench optimize`` command line and environment of ``cli``,
     to start as a process of one's own (to kill it)."""
     return lambda *args: (pass_command(tmp_path, *args), pass_env())
+
+
+@pytest.fixture
+def script():
+    """``script(name)``: the module of ``scripts/<name>.py`` (scripts are not a package)."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load

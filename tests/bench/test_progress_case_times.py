@@ -1,17 +1,5 @@
 """scripts/progress_case_times.py: generated vs own case seconds from a progress log."""
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "progress_case_times.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("progress_case_times", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 LOG = """\
 10:00:00 pid 7 k (2 variants, time=False): sent
@@ -26,6 +14,6 @@ LOG = """\
 """
 
 
-def test_seconds_are_split_by_case_kind_and_timed_requests_are_left_out():
-    times = _load().case_times(LOG.splitlines())
+def test_seconds_are_split_by_case_kind_and_timed_requests_are_left_out(script):
+    times = script("progress_case_times").case_times(LOG.splitlines())
     assert times == {"k": (1, 5, 2)}

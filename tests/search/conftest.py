@@ -27,3 +27,4 @@ def sin_task(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SIN_SPEC)
     return task_from_file(SIN_EXAMPLE, spec)
+

@@ -7,8 +7,7 @@ retried (a candidate must not get a second chance at being wrong)."""
 from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Case, CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
-from tritonforge.search.arbiter import ArbiterPolicy
-from tritonforge.search.final_check import FinalCheck
+from final_fakes import bare_final_check
 
 ORIGINAL = Candidate("x = 1\n", "original")
 BEST = Candidate("x = 2\n", "rules:t", description="faster")
@@ -34,17 +33,7 @@ def _check(outcomes):
             b = VariantResult("best", "b", status, Failure(status, kind, case_id="perf-01"))
         return SimpleNamespace(result=lambda name: o if name == "original" else b)
 
-    check = FinalCheck.__new__(FinalCheck)
-    check.timer = SimpleNamespace(evaluate=evaluate)
-    check.make_final_evaluator = None
-    check.settings = SimpleNamespace(timing_rep_ms=None)
-    check.interpreted = False
-    check.policy = ArbiterPolicy()
-    check.store = None
-    check.budget = None
-    check.estimate_s = None
-    check.progress = lambda s: None
-    check.final_dropped = set()
+    check = bare_final_check(evaluate)
     return check, asked
 
 

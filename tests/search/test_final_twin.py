@@ -9,8 +9,7 @@ get its case excused must stay rejected whenever the original alone runs that ca
 from types import SimpleNamespace
 
 from tritonforge.model import Candidate, Case, CaseRole, Failure, Status, Task, Timing, TimingMethod, VariantResult
-from tritonforge.search.arbiter import ArbiterPolicy
-from tritonforge.search.final_check import FinalCheck
+from final_fakes import bare_final_check
 
 ORIGINAL = Candidate("x = 1\n", "original")
 BEST = Candidate("x = 2\n", "rules:t", description="faster")
@@ -57,15 +56,7 @@ def _optimizer(best_fails, original_fails_final=(), twin_fails=()):
             b = VariantResult("best", "b", Status.OK, timings=_timed("b", ids, 1.0))
         return SimpleNamespace(result=lambda name: o if name == "original" else b)
 
-    opt = FinalCheck.__new__(FinalCheck)
-    opt.timer = SimpleNamespace(evaluate=evaluate)
-    opt.make_final_evaluator = None
-    opt.settings = SimpleNamespace(timing_rep_ms=None)
-    opt.interpreted = False
-    opt.policy = ArbiterPolicy()
-    opt.store = None
-    opt.progress = lambda s: None
-    opt.final_dropped = set()
+    opt = bare_final_check(evaluate)
     return opt, asked
 
 

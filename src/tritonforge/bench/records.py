@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
-from ..search.loop import GeneratedCounts
+from ..search.loop import OptimizeResult
 from .engine import EngineId
 from .optimize import held_back
 
@@ -87,11 +87,11 @@ def _finite(x: float) -> float:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else 1.0
 
 
-def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, per_kernel_s: float,
+def pass_record(ref: RecordRef, result: OptimizeResult, engine: EngineId, settings_hash: str, per_kernel_s: float,
                 gpu: str = "", redo: bool = False) -> PassRecord:
     """The line for ``ref`` from its ``OptimizeResult`` (``search.loop``)."""
     final = result.final
-    made = getattr(result, "generated", None) or GeneratedCounts()
+    made = result.generated
     accepted = final is not None and final.accepted and result.best.hash != result.original.hash
     speedup = _finite(final.speedup) if accepted else 1.0
     if result.stop_reason.startswith("the original"):
@@ -108,8 +108,7 @@ def pass_record(ref: RecordRef, result, engine: EngineId, settings_hash: str, pe
         settings=settings_hash, status=status, speedup=speedup,
         speedup_low=_finite(final.speedup_low) if accepted else None,
         wall_s=round(result.wall_s, 1), per_kernel_s=per_kernel_s, candidates=result.tried,
-        verified=getattr(result, "verified", 0),
-        first_verified_s=getattr(result, "first_verified_s", None),
+        verified=result.verified, first_verified_s=result.first_verified_s,
         generated_added=made.added, generated_dropped=made.dropped, generated_s=made.seconds,
         generated_verify_s=made.verify_s_per_candidate,
         rounds=result.rounds, stop_reason=(final.reason if final else result.stop_reason)[:200],

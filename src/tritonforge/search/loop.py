@@ -270,7 +270,8 @@ class Optimizer:
                                               base, hardware, budget.profile_timeout_s())
         if self.late_cases is not None:
             with clock.phase("cases"):
-                late = tuple(c for c in self.late_cases() if c.id not in {k.id for k in task.cases})
+                have = {c.id for c in task.cases}
+                late = tuple(c for c in self.late_cases() if c.id not in have)
             task = replace(task, cases=task.cases + late)
             verify_ids += tuple(c.id for c in late)
         state = SearchState(task, original, original, search_ids,
