@@ -197,3 +197,18 @@ def test_generated_cases_are_recorded_and_counted():
     md = render_markdown(summarize(rs, ["a", "b", "c"], [], date="D", gpu="g", torch="t",
                                    triton="t", per_kernel_s=120, engine_commit="e"))
     assert "## Generated cases" in md and "| all | 3 | 2 | 8 | 2 | 20.0 s | 0.5 s |" in md
+
+
+def test_a_record_keeps_its_phase_times_and_reads_back_from_its_line(tmp_path):
+    from tritonforge.search.phases import PhaseTime
+
+    final = Decision(BEST.hash, True, 2.5, 2.2, 2.4, 1.0, "faster")
+    result = OptimizeResult("k", ORIG, BEST, final, 1, "no gain", 100.0, 16,
+                            phases=(PhaseTime("baseline", 15.04, 0.0), PhaseTime("profile", 22.5, 1.0),
+                                    PhaseTime("verify", 31.26, 0.0)))
+    r = pass_record(RecordRef("k"), result, ENGINE, "s1", 120.0)
+    assert list(r.phases) == ["baseline", "profile", "verify"]
+    assert r.phases["verify"] == 31.3
+    path = tmp_path / "records.jsonl"
+    append_record(path, r)
+    assert read_records(path)["k"].phases == r.phases

@@ -140,12 +140,12 @@ def test_a_fallback_check_that_would_overrun_the_cap_is_not_run(monkeypatch):
     assert [h for h, _ in asked] == [b.hash, a.hash] and out is a and final.accepted
 
 
-def test_the_first_final_check_always_runs_on_a_plan_that_fits(monkeypatch):
+def test_the_first_final_check_runs_on_a_plan_shortened_to_fit(monkeypatch):
     import tritonforge.search.final_check as fcm
     monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
     task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),), cases=())
     a = Candidate("x = 1\n", "r", description="a")
-    clock = Clock(140.0)                                      # 10 s before the cap
+    clock = Clock(120.0)                      # 30 s before the cap: 20 s fixed + 40 s x 0.25 fits
     fc, asked = _final_check(clock, 120.0, FINAL_FIXED_S + 40.0, {a.hash: 0.5})
     final, out = fc._output(task, ORIGINAL, [a], [], [], 2.0, [])
     assert len(asked) == 1 and out is a
@@ -184,3 +184,45 @@ def test_room_for_more_work_and_the_profile_timeout_follow_the_budget():
     assert BudgetPolicy(600.0, clock).profile_timeout_s() == pytest.approx(120.0)
     assert BudgetPolicy(60.0, clock).profile_timeout_s() == pytest.approx(30.0)   # the floor
     assert BudgetPolicy(None, clock).profile_timeout_s() == pytest.approx(120.0)
+
+
+def test_the_first_check_runs_only_if_its_shortest_plan_ends_by_the_cap():
+    clock = Clock(100.0)
+    policy = BudgetPolicy(120.0, clock)               # cap 150 s: 50 s left
+    # 20 s fixed + a quarter of 80 s of timing = 40 s: fits, though the full plan (100 s) does not
+    assert policy.first_check(100.0, 20.0)
+    go = policy.first_check(100.0, 45.0)              # 45 + 0.25 * 55 = 58.75 > 50
+    assert not go and "shortest" in go.reason and "150 s cap" in go.reason
+    assert BudgetPolicy(None, clock).first_check(1e9, 1e9)
+
+
+def test_a_first_check_that_cannot_end_by_the_cap_is_not_run(monkeypatch):
+    """A best whose check cannot end by the cap even on its shortest plan is not checked: the
+    record ends within its cap, unimproved, instead of accepting past it."""
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),), cases=())
+    best = Candidate("x = 1\n", "r", description="best")
+    clock = Clock(140.0)                      # 10 s left; 20 s fixed + 0.25 x 40 s needed
+    fc, asked = _final_check(clock, 120.0, FINAL_FIXED_S + 40.0, {best.hash: 0.5})
+    final, out = fc._output(task, ORIGINAL, [best], [], [], 2.0, [])
+    assert asked == [] and out is ORIGINAL and final.reason.startswith("not checked")
+    assert "shortest" in final.reason
+    # the same check with the time for it runs, and the best is written
+    clock = Clock(60.0)
+    fc, asked = _final_check(clock, 120.0, FINAL_FIXED_S + 40.0, {best.hash: 0.5})
+    final, out = fc._output(task, ORIGINAL, [best], [], [], 2.0, [])
+    assert [h for h, _ in asked] == [best.hash] and out is best and final.accepted
+
+
+def test_an_autotuned_best_counts_its_tuning_in_the_unshortened_part():
+    """First-run tuning is never cut by a shorter plan: an autotuned best over 40 cases needs
+    more than the plain one at the same clock."""
+    perf = tuple(SimpleNamespace(id=f"p{i}") for i in range(40))
+    plain, tuned = Candidate("x = 1\n", "r"), Candidate(AUTOTUNED, "r")
+    assert FinalCheck._fixed_s(plain, ORIGINAL, len(perf)) == FINAL_FIXED_S
+    assert FinalCheck._fixed_s(tuned, ORIGINAL, len(perf)) == pytest.approx(
+        FINAL_FIXED_S + 3 * 40 * AUTOTUNE_CONFIG_S)
+    policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s left
+    assert policy.first_check(60.0, FinalCheck._fixed_s(plain, ORIGINAL, 40))
+    assert not policy.first_check(60.0, FinalCheck._fixed_s(tuned, ORIGINAL, 40))

@@ -140,7 +140,7 @@ def test_out_of_time_the_check_is_not_narrowed_and_the_rejection_stands():
     from tritonforge.search.budget import BudgetPolicy
 
     opt, asked = _optimizer(best_fails={"perf-01"}, twin_fails={"perf-01"})
-    opt.budget, opt.estimate_s, opt.checks = BudgetPolicy(120.0, lambda: 140.0), (lambda c: 30.0), 0
+    opt.budget, opt.estimate_s, opt.checks = BudgetPolicy(120.0, lambda: 125.0), (lambda c: 30.0), 0
     decision = _final(opt)
     assert not decision.accepted and [p for p, _ in asked] == ["final"]
     assert opt.final_dropped == set()

@@ -73,6 +73,7 @@ class PassRecord:
     generated_dropped: int = 0     # generated cases dropped: the original fails them
     generated_s: float = 0.0       # seconds making them took, before the search
     generated_verify_s: float | None = None  # a candidate's request on them, mean seconds
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)  # wall s by phase, in order
 
     @property
     def is_success(self) -> bool:
@@ -111,6 +112,7 @@ def pass_record(ref: RecordRef, result: OptimizeResult, engine: EngineId, settin
         verified=result.verified, first_verified_s=result.first_verified_s,
         generated_added=made.added, generated_dropped=made.dropped, generated_s=made.seconds,
         generated_verify_s=made.verify_s_per_candidate,
+        phases={p.name: round(p.wall_s, 1) for p in result.phases},
         rounds=result.rounds, stop_reason=(final.reason if final else result.stop_reason)[:200],
         held_back=held_back(result),
         accepted=f"{best.hash[:12]} {best.origin}: {best.description}"[:300] if accepted else "",

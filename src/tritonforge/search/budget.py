@@ -87,9 +87,12 @@ class FinalCheckEstimate:
         return FINAL_FIXED_S + self.ratio * self._model_s(perf_ids, 2, self.final_plan)
 
 
-# Triton's own autotune benchmark (do_bench: 25 ms warm-up, 100 ms of repetitions) per config per
-# distinct key, in the final check's fresh process
-AUTOTUNE_CONFIG_S = 0.125
+# Triton's own autotune benchmark per config per distinct key, in the final check's fresh process:
+# do_bench's 25 ms warm-up and 100 ms of repetitions, plus an L2 flush before each repetition and
+# the config's first compile or cache load. On an H200 (2026-11-26) a 13-config batched matmul
+# (bmm_optimized, a new key per performance case) ran 3 s per case in its final check: 0.23 s a
+# config; its 12-config original 0.13 s a config in the baseline.
+AUTOTUNE_CONFIG_S = 0.25
 _CONFIG = re.compile(r"triton\.Config\s*\(")
 
 
@@ -164,6 +167,20 @@ class BudgetPolicy:
         if self.budget_s is None:
             return most_s
         return max(least_s, min(most_s, 0.25 * self.budget_s))
+
+    def first_check(self, check_s: float, fixed_s: float) -> Go:
+        """Whether the first final check fits before the cap on its shortest plan (``fit_plan``
+        cuts the timing, ``check_s - fixed_s``, to ``MIN_PLAN_FRACTION`` at most; ``fixed_s``,
+        starting, running, verifying and autotuning, is not cut). A check that cannot end by the
+        cap even so is not run: the record ends unimproved within its cap rather than accepted
+        past it. On an H200 (2026-11-26, 120 s a record) an autotuned batched matmul started its
+        final check at 138 s and ended at 258 s (2.2x the budget), for a 1.04x candidate."""
+        left = self.left_s()
+        shortest = fixed_s + MIN_PLAN_FRACTION * max(check_s - fixed_s, 0.0)
+        if shortest <= left:
+            return Go(True)
+        return Go(False, f"about {shortest:.0f} s needed at the shortest, {max(left, 0):.0f} s "
+                         f"left before the {self.cap_s:.0f} s cap")
 
     def another_check(self, check_s: float) -> Go:
         """Whether a final check after the first (``check_s`` expected) still ends by the cap."""

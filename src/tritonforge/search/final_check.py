@@ -9,8 +9,9 @@ the autotune over the best few. ``FinalCheck`` is an object of its own, composed
 arbiter's policy, the store and the record's ``BudgetPolicy``.
 
 Bounded by the budget: every check runs on the final-check plan shortened to end by the record's
-cap (``BudgetPolicy.fit_plan``: fewer samples per case, every case still verified and timed); a
-check after the first (a fallback along the chain, a runner-up, a size dispatch, an autotune
+cap (``BudgetPolicy.fit_plan``: fewer samples per case, every case still verified and timed);
+the first check runs only if even its shortest plan ends by the cap (``BudgetPolicy.first_check``);
+a check after the first (a fallback along the chain, a runner-up, a size dispatch, an autotune
 output) runs only if its estimate (an autotuned file's first-run tuning included) fits before the
 cap, and the size probes only in the time that leaves; otherwise the best result already checked
 stands.
@@ -74,13 +75,27 @@ class FinalCheck:
         estimate = getattr(self, "estimate_s", None)
         return estimate(cand) if estimate is not None else FINAL_FIXED_S
 
-    def _budget_refuses(self, cand: Candidate) -> str | None:
-        """Why a check of ``cand`` after the first would not end by the cap (None: it fits)."""
+    def _budget_refuses(self, cand: Candidate, original: Candidate | None = None,
+                        perf: int = 0) -> str | None:
+        """Why a check of ``cand`` would not end by the cap (None: it fits): the first on its
+        shortest plan (``BudgetPolicy.first_check``), any later one on its full plan."""
         budget = getattr(self, "budget", None)
-        if budget is None or not getattr(self, "checks", 0):
+        if budget is None:
             return None
-        go = budget.another_check(self._expected_s(cand))
+        if not getattr(self, "checks", 0):
+            if original is None:
+                return None
+            go = budget.first_check(self._expected_s(cand), self._fixed_s(cand, original, perf))
+        else:
+            go = budget.another_check(self._expected_s(cand))
         return None if go else go.reason
+
+    @staticmethod
+    def _fixed_s(cand: Candidate, original: Candidate, perf: int) -> float:
+        """The part of a final check no plan shortens: the fixed cost and both files' first-run
+        autotuning over ``perf`` performance cases."""
+        return (FINAL_FIXED_S + autotune_first_run_s(cand.source, perf)
+                + autotune_first_run_s(original.source, perf))
 
     def _plan(self, task: Task, original: Candidate, cand: Candidate):
         """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``); the
@@ -89,9 +104,7 @@ class FinalCheck:
         budget = getattr(self, "budget", None)
         if budget is None or plan is None:
             return plan
-        perf = len(task.performance_cases)
-        fixed = (FINAL_FIXED_S + autotune_first_run_s(cand.source, perf)
-                 + autotune_first_run_s(original.source, perf))
+        fixed = self._fixed_s(cand, original, len(task.performance_cases))
         return budget.fit_plan(plan, fixed, self._expected_s(cand))
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
@@ -258,7 +271,7 @@ class FinalCheck:
         perf-04 in the final check, after the search had accepted a 1.067x candidate; and
         attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
         reads past its 16-row tensors."""
-        refused = self._budget_refuses(best)
+        refused = self._budget_refuses(best, original, len(task.performance_cases))
         if refused is not None:
             log.info("%s: final check of %s not run: %s", getattr(task, "name", "?"),
                      best.description or best.hash, refused)
