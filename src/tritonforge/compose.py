@@ -15,7 +15,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from .config import Settings
 from .llm.factory import build_proposer
@@ -113,12 +112,19 @@ def _settled(pending: Future | None, task: Task) -> Augmented:
     return Augmented(task, ()) if pending is None else pending.result()
 
 
-def _generated_of(pending: Future, task: Task) -> Callable[[], tuple[Case, ...]]:
-    """The search's ``late_cases``: waits for the background generation, its generated cases."""
-    def cases() -> tuple[Case, ...]:
-        made = _settled(pending, task)
+class _GeneratedOf:
+    """The search's ``late_cases``: called, waits for the background generation and returns its
+    generated cases; ``ready()`` says whether that call returns at once (``search.loop``)."""
+
+    def __init__(self, pending: Future, task: Task):
+        self.pending, self.task = pending, task
+
+    def ready(self) -> bool:
+        return self.pending.done()
+
+    def __call__(self) -> tuple[Case, ...]:
+        made = _settled(self.pending, self.task)
         return tuple(c for c in made.task.cases if c.generated)
-    return cases
 
 
 class OptimizeSession:
@@ -165,7 +171,7 @@ class OptimizeSession:
             if len(self.evaluators) > 1:
                 pending = _in_background(task, self.settings, self.work_dir / "generated",
                                          self.evaluators[-1], progress, share)
-                late_cases = _generated_of(pending, task)
+                late_cases = _GeneratedOf(pending, task)
             else:
                 made = generated_cases(task, self.settings, self.work_dir / "generated",
                                        self.evaluators[0], progress, share)

@@ -163,3 +163,88 @@ def test_late_cases_join_the_verification_as_its_generated_tier(task, tmp_path):
     assert [h.status for h in result.history] != [Status.OK]
     assert "gen-300" in result.history[0].reason
     assert "cases" in [p.name for p in result.phases]
+
+
+class _Late:
+    """Late cases not yet made when the profile ends: ``ready()`` says False the first
+    ``not_before`` times it is asked."""
+
+    def __init__(self, cases, not_before):
+        self.cases, self.not_before, self.asked, self.called = cases, not_before, 0, 0
+
+    def ready(self):
+        self.asked += 1
+        return self.asked > self.not_before
+
+    def __call__(self):
+        self.called += 1
+        return self.cases
+
+
+class _Busy:
+    """The pool's last worker while it makes the late cases: the rounds must not use it."""
+
+    def __init__(self, inner, late):
+        self.inner, self.late, self.used_early = inner, late, 0
+        self.device = inner.device
+
+    def evaluate(self, *args, **kwargs):
+        if not self.late.called:
+            self.used_early += 1
+        return self.inner.evaluate(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _gen_300(task):
+    own = task.cases[0]
+    return replace(own, id="gen-300", generated=True,
+                   recipe=replace(own.recipe, args=(replace(own.recipe.args[0], shape=(300,)),)))
+
+
+def test_late_cases_not_ready_after_the_profile_join_before_the_final_check(task, tmp_path):
+    """Round 1 starts without cases still being made, on the pool less its last worker; they
+    join before the final check, which rejects a best wrong only there."""
+    wrong = task.source.replace("n_elements = x.numel()",
+                                "n_elements = x.numel() - (1 if x.numel() == 300 else 0)")
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    late = _Late((_gen_300(task),), not_before=10)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev0 = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        ev1 = _Busy(Evaluator(settings, tmp_path / "w1", store, device="cpu"), late)
+        try:
+            opt = Optimizer(task, settings, [ev0, ev1], [FixedProposer(wrong, "one short at 300")],
+                            store, candidates_per_round=2, late_cases=late)
+            result = opt.run()
+        finally:
+            ev0.close()
+            ev1.inner.close()
+    assert late.called == 1 and ev1.used_early == 0
+    assert any("still being made" in n for n in result.notes)
+    assert [h.status for h in result.history] == [Status.OK]      # round 1 had no gen-300
+    assert result.best.hash == result.original.hash               # the final check had it
+    assert "gen-300" in result.final.reason
+    assert opt.stages.evaluators == [ev0, ev1]
+
+
+def test_late_cases_ready_at_a_round_boundary_join_the_next_round(task, tmp_path):
+    """Made during round 1, the cases verify round 2's candidates."""
+    wrong = task.source.replace("n_elements = x.numel()",
+                                "n_elements = x.numel() - (1 if x.numel() == 300 else 0)")
+    settings = Settings(device="cpu", max_rounds=2, patience=2, case_timeout_s=120)
+    late = _Late((_gen_300(task),), not_before=2)   # after the profile, before round 1
+    proposers = [FixedProposer("x = 1\n", "round 1: no kernel"),
+                 FixedProposer(wrong, "one short at 300")]
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], proposers, store, candidates_per_round=1,
+                            late_cases=late)
+            result = opt.run()
+        finally:
+            ev.close()
+    assert late.called == 1
+    assert any("joined the verification after round 1" in n for n in result.notes)
+    wrong_entry = [h for h in result.history if "300" in h.description]
+    assert wrong_entry and wrong_entry[0].status is not Status.OK and "gen-300" in wrong_entry[0].reason

@@ -124,8 +124,13 @@ class Optimizer:
         None or a pool of one worker: nothing is compiled ahead.
 
         ``late_cases``: correctness cases being made while the original is measured (generated
-        cases, made on a spare worker: ``compose``); called once the profile is done, it waits
-        for them and they join the task's verification, as the cascade's generated tier."""
+        cases, made on the pool's last worker: ``compose``); calling it waits for them, and they
+        join the task's verification as the cascade's generated tier. With a ``ready()``
+        attribute that says False once the profile is done, round 1 starts without them on the
+        other workers, and they join at the first round boundary where they are ready, or, at
+        the latest, before the final check, which verifies the best on them like every case
+        (``_join_late``). On an H200 (120 s a record, 2026-11-26) three records' round 1
+        waited 5-24 s after the profile for cases still being validated."""
         self.task = task
         self.settings = settings
         self.evaluators = evaluators
@@ -268,15 +273,18 @@ class Optimizer:
         with clock.phase("profile"):
             diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
                                               base, hardware, budget.profile_timeout_s())
-        if self.late_cases is not None:
-            with clock.phase("cases"):
-                have = {c.id for c in task.cases}
-                late = tuple(c for c in self.late_cases() if c.id not in have)
-            task = replace(task, cases=task.cases + late)
-            verify_ids += tuple(c.id for c in late)
+        self._late = self.late_cases
+        waiting = self._late is not None and not _late_ready(self._late)
+        if waiting:
+            # the last worker is still making them: the rounds verify on the others meanwhile
+            self.stages.evaluators = self.evaluators[:-1] or self.evaluators
+            notes.append("generated cases still being made after the profile: the search starts "
+                         "without them; they join once made, before the final check at the latest")
         state = SearchState(task, original, original, search_ids,
                             verification_tiers(task, verify_ids, base), diagnosis,
                             patience=self.settings.search.patience, notes=tuple(notes))
+        if not waiting:
+            state = self._join_late(state, base, clock, wait=True)
         state = self._stop_rules(state, base)
         if ahead is not None:
             report = ahead.stop()
@@ -288,7 +296,9 @@ class Optimizer:
                        lambda: budget.room_for(self.final_check._expected_s(original)),
                        lambda: time.perf_counter() - start,
                        lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s)
+        self._late_base = base
         state, stop = self._rounds(state, env, budget, max_rounds)
+        state = self._join_late(state, base, clock, wait=True)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",
                    round=state.round, **counts(state))
         with clock.phase("final check"):
@@ -309,6 +319,27 @@ class Optimizer:
                               state.search_ids, tuple(notes), gpu_blocked_s() - blocked0,
                               clock.times(), counts(state)["verified"], state.first_verified_s,
                               GeneratedCounts(verify_s_per_candidate=self.stages.generated_tier_s()))
+
+    def _join_late(self, state: SearchState, base: VariantResult, clock: PhaseClock,
+                   wait: bool) -> SearchState:
+        """The late cases joined to ``state``'s task and its verification tiers, once they are
+        made (``wait``: waiting for them); the whole pool verifies again from then on. A state
+        with nothing pending comes back as it is."""
+        late_cases = getattr(self, "_late", None)
+        if late_cases is None or (not wait and not _late_ready(late_cases)):
+            return state
+        self._late = None
+        with clock.phase("cases"):
+            have = {c.id for c in state.task.cases}
+            late = tuple(c for c in late_cases() if c.id not in have)
+        self.stages.evaluators = self.evaluators
+        if not late:
+            return state
+        task = replace(state.task, cases=state.task.cases + late)
+        ids = state.verify_ids + tuple(c.id for c in late)
+        state = replace(state, task=task, verify_tiers=verification_tiers(task, ids, base))
+        return state.noted(f"{len(late)} generated case(s) joined the verification after round "
+                           f"{state.round}") if state.round else state
 
     def _baseline(self, task: Task, original: Candidate, clock: PhaseClock,
                   notes: list[str]) -> VariantResult:
@@ -357,6 +388,9 @@ class Optimizer:
         """Rounds until a stop rule or the budget says stop; (last state, stop reason). A search
         with nothing new to propose asks once for a configuration search, if time is left."""
         while state.round < max_rounds:
+            base = getattr(self, "_late_base", None)
+            if base is not None:
+                state = self._join_late(state, base, env.clock, wait=False)
             check = getattr(self, "final_check", None)
             final_s = (check._expected_s(state.incumbent)
                        if check is not None and check.estimate_s is not None
@@ -374,6 +408,13 @@ class Optimizer:
             if outcome.stop:
                 return state, outcome.stop
         return state, "max rounds reached"
+
+
+def _late_ready(late_cases: Callable[[], tuple[Case, ...]]) -> bool:
+    """Whether calling ``late_cases`` returns at once: its ``ready()``, else True (a plain
+    callable is waited for where the profile ends)."""
+    ready = getattr(late_cases, "ready", None)
+    return True if ready is None else bool(ready())
 
 
 def make_evaluators(settings: Settings, run_dir: Path, store: RunStore | None, jobs: int,
