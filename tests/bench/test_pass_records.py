@@ -90,6 +90,11 @@ def test_engine_identity_follows_the_sources(tmp_path):
     assert settings_hash(s, 150) == settings_hash(s.replace(run_dir="elsewhere"), 150)
     assert settings_hash(s, 150) != settings_hash(s, 120)
     assert settings_hash(s, 150) != settings_hash(s.replace(max_rounds=3), 150)
+    # the paths of one call (a fresh temporary progress log each call) are not the pass's settings
+    moved = s.replace(progress_log="/tmp/tmp.X/progress.log", tritonbench="/data/tb", ncu="/opt/ncu",
+                      cache_dir="/c", gpu_lock="/tmp/lock")
+    assert settings_hash(s, 150) == settings_hash(moved, 150)
+    assert settings_hash(s, 150) != settings_hash(s.replace(ncu_lock="exclusive"), 150)
 
 
 def test_figures_are_computed_from_the_records():

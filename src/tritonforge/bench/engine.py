@@ -78,7 +78,11 @@ def engine_id(package_dir: Path = PACKAGE_DIR, env: dict | None = None) -> Engin
     return EngineId(f"v{_version()}", sources)
 
 
-SETTINGS_NOT_COMPARED = ("run_dir", "llm_api_key_env")   # where, not what
+# where, not what: paths of this machine and this call. A pass on an H100 (2026-11-26) refused
+# its own first records on the next call: the progress log's path is a fresh temporary folder
+# each call, and it was part of the settings compared.
+SETTINGS_NOT_COMPARED = ("run_dir", "llm_api_key_env", "progress_log", "tritonbench", "ncu",
+                         "cache_dir", "gpu_lock")
 
 
 def settings_view(settings: Settings, per_kernel_s: float) -> dict:
