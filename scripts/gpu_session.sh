@@ -175,7 +175,15 @@ for step in "$@"; do
       # (git log -1 --format=%H -- src/tritonforge, where the tree is committed)
       [ -n "${ENGINE_COMMIT:-}" ] && export TRITONFORGE_ENGINE_COMMIT="$ENGINE_COMMIT"
       PASS_DIR="${PASS_DIR:-bench/results}"
-      PASS_ARGS=(--device cuda --run-dir .gpu-store/pass --per-kernel "${PER_KERNEL_S:-150}"
+      # the pass's run store is its engine's alone, and a pass with no record yet starts with an
+      # empty one: a machine kept warm between calls keeps .gpu-store/, and stored evaluations are
+      # reused by request, so an earlier engine's or an abandoned pass's verdicts and timings
+      # would otherwise feed this pass (seen on an H100, 2026-11-26: a restarted pass reused a
+      # dropped engine's round 1)
+      PASS_ENGINE="$( [ -n "${ENGINE_TREE:-}" ] && cat "$ENGINE_TREE/COMMIT" || echo "${ENGINE_COMMIT:-checkout}")"
+      PASS_STORE=".gpu-store/pass-${PASS_ENGINE:0:12}"
+      if [ ! -s "$PASS_DIR/records.jsonl" ]; then rm -rf "$PASS_STORE"; log "a new pass: $PASS_STORE starts empty"; fi
+      PASS_ARGS=(--device cuda --run-dir "$PASS_STORE" --per-kernel "${PER_KERNEL_S:-150}"
                  --jobs "${OPT_JOBS:-4}" --records "$PASS_DIR/records.jsonl"
                  --latest "$PASS_DIR/LATEST.json" --baseline-store .gpu-store/baseline/store.sqlite)
       for g in ${PASS_GROUPS:-bench/results/others-30.txt}; do [ -f "$g" ] && PASS_ARGS+=(--group-file "$g"); done
@@ -190,7 +198,7 @@ for step in "$@"; do
       if python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["finished"] else 1)' "$OUT/pass-state.json" 2>/dev/null \
           && [ "$(left)" -gt 60 ]; then
         log "every record done: re-verifying the accepted kernels (budget $(( $(left) - 40 )) s)"
-        timeout "$(left)" python3 -m tritonforge bench reverify --device cuda --run-dir .gpu-store/pass \
+        timeout "$(left)" python3 -m tritonforge bench reverify --device cuda --run-dir "$PASS_STORE" \
           --records "$PASS_DIR/records.jsonl" --budget "$(( $(left) - 40 ))" 2>&1 | tee "$OUT/reverify.log" | tail -20
         timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" --budget 0 \
           > "$OUT/pass-final.log" 2>&1 || true
