@@ -107,6 +107,16 @@ def _in_background(task: Task, *args) -> Future:
         runner.shutdown(wait=False)
 
 
+def _abandon(pending: Future | None, maker: Evaluator) -> None:
+    """The record is over: generated cases still being made can no longer judge anything, so
+    their worker (``maker``, the pool's last) is killed rather than waited for; it starts again
+    on its next request, and the background generation ends with a note. On an H100 pass
+    (2026-11-26) a record whose original ran out of host memory in its baseline at 60 s waited
+    for its generated cases until 193 s, 1.6x its budget."""
+    if pending is not None and not pending.done():
+        maker.worker.kill()
+
+
 def _settled(pending: Future | None, task: Task) -> Augmented:
     """What the background generation made, once it is done (nothing made without one)."""
     return Augmented(task, ()) if pending is None else pending.result()
@@ -184,6 +194,7 @@ class OptimizeSession:
                                   known_baseline=known_baseline, late_cases=late_cases,
                                   ahead_proposers=ahead_proposers(self.settings))
             result = optimizer.run(budget_s)
+            _abandon(pending, self.evaluators[-1])
             made = made or _settled(pending, task)
             # the record's time is the generated cases' (when made first) and the search's
             setup = time.monotonic() - started - result.wall_s
@@ -195,6 +206,7 @@ class OptimizeSession:
                                                      round(made.seconds, 1),
                                                      result.generated.verify_s_per_candidate))
         finally:
+            _abandon(pending, self.evaluators[-1])     # a record stopped by an exception too
             _settled(pending, task)     # its worker is the pool's: never busy into the next record
             record_llm_usage(self.store, task.name, proposers)
             remove_for(Path(self.settings.run_dir) / "perf-inputs", task.name)   # can be GBs

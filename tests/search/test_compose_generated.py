@@ -47,3 +47,31 @@ def test_with_one_worker_they_are_made_first(sin_task, tmp_path, monkeypatch):
     assert calls[0][0] is evaluators[0] and not calls[0][1].startswith("generated-cases")
     assert result.generated.added == 1
     assert "cases" not in [p.name for p in result.phases]
+
+
+def test_a_record_that_ends_early_kills_the_generation_instead_of_waiting(sin_task, tmp_path,
+                                                                         monkeypatch):
+    """The original fails its baseline while its cases are still being made: their worker is
+    killed, the record ends at once, and the next request starts the worker again."""
+    killed = threading.Event()
+
+    def slow_generation(task, settings, work_dir, evaluator, progress, budget_s):
+        if not killed.wait(60):                 # made only when nobody gives up on them
+            return Augmented(task, ())
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(compose, "generated_cases", slow_generation)
+    source = sin_task.source.replace("def sin_triton(", "def sin_triton(*_a, **_k):\n"
+                                     "    raise ValueError('no')\n\n\ndef _unused_sin(")
+    assert source != sin_task.source
+    broken = replace(sin_task, source=source)
+    settings = Settings(device="cpu", max_rounds=1, patience=1, run_dir=str(tmp_path))
+    with RunStore(tmp_path / "store.sqlite") as store, \
+            OptimizeSession(settings, store, SessionOptions(jobs=2), device="cpu") as session:
+        last = session.evaluators[-1].worker
+        kill = last.kill
+        monkeypatch.setattr(last, "kill", lambda: (killed.set(), kill()))
+        result = session.optimize(broken, 600.0)
+    assert killed.is_set()
+    assert result.stop_reason.startswith("no case left that the original runs")
+    assert result.wall_s < 50 and result.generated.added == 0
