@@ -226,3 +226,19 @@ def test_an_autotuned_best_counts_its_tuning_in_the_unshortened_part():
     policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s left
     assert policy.first_check(60.0, FinalCheck._fixed_s(plain, ORIGINAL, 40))
     assert not policy.first_check(60.0, FinalCheck._fixed_s(tuned, ORIGINAL, 40))
+
+
+def test_timing_room_is_what_leaves_the_shortest_first_check_before_the_cap():
+    policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s before the cap
+    assert policy.timing_room_s(60.0, 20.0) == pytest.approx(50.0 - (20.0 + 0.25 * 40.0))
+    assert BudgetPolicy(None, Clock(0.0)).timing_room_s(60.0, 20.0) == float("inf")
+
+
+def test_the_search_timing_estimate_follows_the_measured_ratio():
+    from tritonforge.search.budget import DEFAULT_RATIO, FinalCheckEstimate, case_timing_ms
+
+    est = FinalCheckEstimate({"p": 1.0}, PLAN, PLAN)
+    model = case_timing_ms(1.0, 3, PLAN) / 1000.0
+    assert est.timing_s(["p"], 3) == pytest.approx(DEFAULT_RATIO * model)
+    est.observe(4.0 * case_timing_ms(1.0, 2, PLAN) / 1000.0, 2, ["p"])   # measured: 4x the model
+    assert est.timing_s(["p"], 3) == pytest.approx(4.0 * model)

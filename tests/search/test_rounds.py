@@ -249,3 +249,31 @@ def test_no_twin_run_of_the_original_once_the_budget_is_spent():
     env.within_budget = lambda: True
     run_round(_state(), env)
     assert stages.twins == 1
+
+
+def test_a_round_times_only_the_verified_candidates_that_leave_the_final_check_room():
+    """Timing each candidate costs 10 s here and 25 s of room is left: the first two verified
+    (proposal order, the cost model's best first) are timed, the rest noted, untimed."""
+    stages = FakeStages({1: [(f"x = {i}\n", 0.5 + 0.01 * i) for i in range(1, 6)]})
+    env = _env(stages)
+    env.estimate = SimpleNamespace(observe=lambda *a: None, seconds=lambda ids: 10.0,
+                                   timing_s=lambda ids, variants: 10.0 * (variants - 1))
+    env.timing_room_s = lambda: 25.0
+    out = run_round(_state(), env)
+    assert len(stages.timed) == 1 and len(stages.timed[0]) == 2
+    assert any("3 verified candidate(s) not timed" in n for n in out.state.notes)
+    assert out.state.incumbent.source == "x = 1\n"          # the faster of the two timed
+    # without a budget every verified candidate is timed
+    stages = FakeStages({1: [(f"x = {i}\n", 0.5) for i in range(1, 6)]})
+    run_round(_state(), _env(stages))
+    assert len(stages.timed[0]) == 5
+
+
+def test_at_least_one_verified_candidate_is_timed_however_short_the_room():
+    stages = FakeStages({1: [("x = 1\n", 0.5), ("x = 2\n", 0.5)]})
+    env = _env(stages)
+    env.estimate = SimpleNamespace(observe=lambda *a: None, seconds=lambda ids: 10.0,
+                                   timing_s=lambda ids, variants: 10.0 * (variants - 1))
+    env.timing_room_s = lambda: -5.0
+    run_round(_state(), env)
+    assert [len(t) for t in stages.timed] == [1]

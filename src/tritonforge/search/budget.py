@@ -82,6 +82,11 @@ class FinalCheckEstimate:
             return DEFAULT_RATIO
         return min(max(self.measured_s / self.modelled_s, 1.0), MAX_RATIO)
 
+    def timing_s(self, case_ids: Iterable[str], variants: int) -> float:
+        """The search's expected seconds timing ``variants`` (the incumbent included) on
+        ``case_ids``, as its timing requests so far went."""
+        return self.ratio * self._model_s(case_ids, variants, self.search_plan)
+
     def seconds(self, perf_ids: Iterable[str]) -> float:
         """The final check's expected seconds over the performance cases ``perf_ids``."""
         return FINAL_FIXED_S + self.ratio * self._model_s(perf_ids, 2, self.final_plan)
@@ -155,6 +160,13 @@ class BudgetPolicy:
                              f"took {last_round_s:.0f} s and the final check needs about "
                              f"{final_s:.0f} s, past the {self.budget_s:.0f} s budget")
         return Go(True)
+
+    def timing_room_s(self, check_s: float, fixed_s: float) -> float:
+        """Seconds a round's timing may take and still leave the first final check (``check_s``,
+        ``fixed_s`` of it unshortened) room before the cap on its shortest plan (infinite
+        without a budget)."""
+        shortest = fixed_s + MIN_PLAN_FRACTION * max(check_s - fixed_s, 0.0)
+        return self.left_s() - shortest
 
     def room_for(self, final_s: float) -> bool:
         """Whether more work may start now and still leave the final check (``final_s``) room

@@ -295,7 +295,10 @@ class Optimizer:
                        self.settings.search.patience, self._final_worker_started,
                        lambda: budget.room_for(self.final_check._expected_s(original)),
                        lambda: time.perf_counter() - start,
-                       lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s)
+                       lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s,
+                       lambda: budget.timing_room_s(
+                           self.final_check._expected_s(original),
+                           self.final_check._fixed_s(original, original, len(perf_ids()))))
         self._late_base = base
         state, stop = self._rounds(state, env, budget, max_rounds)
         state = self._join_late(state, base, clock, wait=True)

@@ -48,6 +48,7 @@ class RoundEnv:
     in_time: Callable[[], bool] = lambda: True   # more work still leaves the final check room
     elapsed: Callable[[], float] = lambda: 0.0   # seconds since the search started
     within_budget: Callable[[], bool] = lambda: True   # before the budget (not its cap) is spent
+    timing_room_s: Callable[[], float] = lambda: float("inf")   # timing that leaves a final check
 
 
 # a candidate with one of these never had a kernel compiled
@@ -156,10 +157,30 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     return RoundOutcome(state)
 
 
+def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...]
+                ) -> tuple[list[Candidate], list[Candidate]]:
+    """(those timed, those left untimed): the longest prefix of ``good`` (in proposal order,
+    the cost model's best first) whose timing leaves the first final check room before the cap
+    on its shortest plan; at least one. Round 1 verifies until one candidate passes, so it can
+    end near the budget with many verified: on an H100 (120 s a record, 2026-11-26) attn_fwd_causal
+    timed 21 after round 1 and reached the 150 s cap with no room left for its final check."""
+    room = env.timing_room_s()
+    if room == float("inf") or len(good) <= 1:
+        return good, []
+    k = len(good)
+    while k > 1 and env.estimate.timing_s(search_ids, 1 + k) > room:
+        k -= 1
+    return good[:k], good[k:]
+
+
 def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) -> SearchState:
     """Time ``good`` beside the incumbent on the search cases and let the arbiter choose."""
     st, round_ = env.stages, state.round
     notes, history = list(state.notes), list(state.history)
+    good, untimed = _fit_timing(good, env, state.search_ids)
+    if untimed:
+        notes.append(f"round {round_}: {len(untimed)} verified candidate(s) not timed: timing "
+                     "them would leave the final check no room before the cap")
     env.emit("time", round=round_, message=f"{len(good)} verified", **counts(state))
     with env.clock.phase("time"):
         env.final_worker_started()
