@@ -16,7 +16,8 @@ import collections
 import re
 import sys
 
-LINE = re.compile(r"^(\d\d):(\d\d):(\d\d) pid (\d+) (\S+) \((\d+) variants, time=(\w+)\): (.*)$")
+LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\.\d+)? pid (\d+)(?:/w\d+)? (\S+) "
+                  r"\((\d+) variants, time=(\w+)\): (.*)$")
 RUN = re.compile(r"run (original|candidate) (\S+)")
 
 

@@ -17,3 +17,9 @@ LOG = """\
 def test_seconds_are_split_by_case_kind_and_timed_requests_are_left_out(script):
     times = script("progress_case_times").case_times(LOG.splitlines())
     assert times == {"k": (1, 5, 2)}
+
+
+def test_lines_with_milliseconds_and_a_worker_read_the_same(script):
+    newer = "\n".join(ln[:8] + ".250" + ln[8:].replace("pid 7 ", "pid 7/w4242 ")
+                      for ln in LOG.splitlines())
+    assert script("progress_case_times").case_times(newer.splitlines()) == {"k": (1, 5, 2)}

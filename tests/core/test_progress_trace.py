@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tritonforge.config import Settings
@@ -29,6 +30,9 @@ def test_a_request_leaves_its_stages_in_the_progress_log(tmp_path, monkeypatch):
     assert any(s.startswith("import original") for s in stages)
     assert any(s.startswith("run original") for s in stages)
     assert all(task.name in ln for ln in lines)
+    # milliseconds, and the worker's process on every line the worker's request wrote
+    assert re.match(r"^\d\d:\d\d:\d\d\.\d{3} pid \d+/w\d+ ", lines[0]), lines[0]
+    assert len({ln.split()[2] for ln in lines}) == 1
 
 
 def test_no_trace_without_the_variable(tmp_path, monkeypatch):

@@ -33,12 +33,15 @@ log = logging.getLogger(__name__)
 PROGRESS_LOG_ENV = env_name("progress_log")          # Settings.progress_log
 
 
-def trace_progress(request: EvaluateRequest, message: Progress | str, path: str | None = None) -> None:
+def trace_progress(request: EvaluateRequest, message: Progress | str, path: str | None = None,
+                   worker: int | None = None) -> None:
     """Append ``message`` with the wall time to the file ``path`` names (default:
     ``Settings.progress_log`` of ``config.env_settings()``, $TRITONFORGE_PROGRESS_LOG), when set:
     a timeline of every request's stages (which variant compiled, autotuned, verified or was timed
     on which case, and when), to find where a GPU call's minutes went. A line is written
-    whole, so several shards may share the file."""
+    whole, so several shards may share the file. The time has milliseconds and a worker's line
+    names its process (``pid DRIVER/wWORKER``): requests of a pool run side by side, and without
+    them the gaps between one worker's requests could not be told from another's work."""
     if path is None:
         path = env_settings().sharing.progress_log
     if not path:
@@ -47,7 +50,10 @@ def trace_progress(request: EvaluateRequest, message: Progress | str, path: str 
         what = " ".join(p for p in (message.stage, message.variant, message.case_id) if p)
     else:
         what = message
-    line = (f"{time.strftime('%H:%M:%S')} pid {os.getpid()} {request.task.name} "
+    now = time.time()
+    who = f"{os.getpid()}/w{worker}" if worker else str(os.getpid())
+    line = (f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now * 1000) % 1000:03d} "
+            f"pid {who} {request.task.name} "
             f"({len(request.variants)} variants, time={request.time}): {what}\n")
     try:
         with open(path, "a") as fh:
@@ -186,7 +192,8 @@ class Worker:
         assert self.info is not None
         send(self._to_child, request)
         trace = env_settings().sharing.progress_log     # once per request, not per progress message
-        trace_progress(request, "sent", trace)
+        worker = self.process.pid if self.process is not None else None
+        trace_progress(request, "sent", trace, worker)
         last = Progress("start")
         last_time = time.monotonic()
         while True:
@@ -199,17 +206,18 @@ class Worker:
                 last_time = now
                 if isinstance(message, Progress):
                     if message != last:
-                        trace_progress(request, message, trace)
+                        trace_progress(request, message, trace, worker)
                     last = message
                     continue
                 if isinstance(message, Done):
-                    trace_progress(request, "done", trace)
+                    trace_progress(request, "done", trace, worker)
                     if message.context_broken:
                         self.kill()
                     return message.evaluation
                 continue
             if now - last_time > self.timeout_s:
-                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace)
+                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace,
+                               worker)
                 self.kill()
                 return self._death(request, last, Status.TIMEOUT,
                                    f"no progress for {self.timeout_s:.0f} s during "
