@@ -140,12 +140,38 @@ def test_no_request_starts_once_the_budget_leaves_no_room_and_the_rest_are_skipp
     room = iter([True, True, False, False, False, False, False])
     got = verify_cascade([FakeEvaluator(log)], task, ORIGINAL, cands, tiers,
                          in_time=lambda got: next(room))
-    assert len(log) == 2                              # two cheap-tier requests, then none
-    # the two never asked, and the two verified on the cheap tier only (no time for the
-    # costly one): none counts as verified, none as failed
-    assert all(r.status is Status.SKIPPED and r.failure.reason == OUT_OF_TIME
-               for r in got.values())
-    assert all(ids == tiers[0] for _, ids in log)
+    assert len(log) == 2                              # two requests, then none
+    # deepest first: the first candidate went on to the costly tier before a second started,
+    # and is verified; the three never asked are skipped, none failed
+    assert [ids for _, ids in log] == [tiers[0], tiers[1]]
+    assert got[cands[0].hash].status is Status.OK
+    assert all(got[c.hash].status is Status.SKIPPED and got[c.hash].failure.reason == OUT_OF_TIME
+               for c in cands[1:])
+
+
+def test_no_tier_waits_for_the_slowest_request_of_the_one_before():
+    """Two workers: one candidate's cheap tier is slow (a compile); the other candidates go on
+    through both tiers meanwhile, instead of every costly-tier request waiting for it."""
+    task, base = _task(), _base()
+    tiers = verification_tiers(task, search_verification_cases(task, base), base)
+    slow, fast = Candidate("x = 0  # slow\n", "r"), [Candidate(f"x = {i}\n", "r") for i in (1, 2)]
+    release, log = threading.Event(), []
+
+    class Slow(FakeEvaluator):
+        def evaluate(self, task, variants, *, purpose, case_ids, **kwargs):
+            if "slow" in variants[1].source:
+                assert release.wait(10)
+            out = super().evaluate(task, variants, purpose=purpose, case_ids=case_ids)
+            if sum(1 for h, ids in self.log if ids == tiers[1]) == 2:
+                release.set()             # both fast candidates finished their costly tier
+            return out
+
+    pool = [Slow(log), Slow(log)]
+    got = verify_cascade(pool, task, ORIGINAL, [slow] + fast, tiers)
+    assert all(r.status is Status.OK for r in got.values())
+    order = [(h, ids) for h, ids in log]
+    slow_costly = order.index((slow.hash, tiers[1]))
+    assert all(order.index((c.hash, tiers[1])) < slow_costly for c in fast)
 
 
 def test_the_largest_performance_case_is_the_last_tier_before_the_search_accepts():

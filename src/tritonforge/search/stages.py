@@ -67,7 +67,7 @@ class RoundStages:
                in_time: Callable[[dict[str, VariantResult]], bool] = lambda got: True,
                ) -> dict[str, VariantResult]:
         """``cands`` verified against ``original`` in the cascade of ``tiers``; no request
-        starts once ``in_time(results so far)`` says no (``search.cascade.verify_pool``)."""
+        starts once ``in_time(results so far)`` says no (``search.cascade.verify_cascade``)."""
         def said(tier: int, asked: int, passed: int) -> None:
             if len(tiers) > 1:
                 log.info("%s: verification tier %d: %d of %d passed", task.name, tier + 1,
