@@ -362,8 +362,7 @@ def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuil
 
     def compare(r: Any, c: Any, path: str) -> list:
         return compare_outputs(r, c, case_id=case.id, seed=seed, tolerance_for=tolerance,
-                               path=path, uses_dot=dot,
-                               scale_atol=bool(getattr(case, "generated", False)))
+                               path=path, uses_dot=dot)
 
     def make(module: Any, c: Case, s: int, _device: str) -> Any:
         return builder.build(module, c, s)

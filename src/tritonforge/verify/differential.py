@@ -183,8 +183,7 @@ class _Verifier(ShippedChecks):
 
     def compare(self, ref: Any, cand: Any, case: Case, seed: int, path: str) -> list[Mismatch]:
         return compare_outputs(ref, cand, case_id=case.id, seed=seed,
-                               tolerance_for=self.tolerance_for, path=path, uses_dot=self.uses_dot,
-                               scale_atol=bool(getattr(case, "generated", False)))
+                               tolerance_for=self.tolerance_for, path=path, uses_dot=self.uses_dot)
 
     def _reference(self, case: Case, seed: int, poison: frozenset[str] = frozenset()) -> Run:
         run = run_variant(self.reference, case, seed, self.make_invocation, self.device,
