@@ -18,6 +18,8 @@
 #   ENGINE_TREE  a carried folder with the engine to run (scripts/pin_engine.sh): its src/ comes
 #                first on PYTHONPATH and its COMMIT names the engine
 #   ALLOW_MIXED  1: a pass keeps records another engine made (then not publishable)
+#   PASS_GPU     the pass step runs only where every GPU's name contains this (e.g. H100): a pass
+#                is one kind of GPU, and a kind asked for can come as another
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
@@ -163,6 +165,10 @@ for step in "$@"; do
       done
       ;;
     pass|optimize)
+      if [ -n "${PASS_GPU:-}" ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -vq "$PASS_GPU"; then
+        log "pass not run: a GPU here is not an $PASS_GPU ($(nvidia-smi --query-gpu=name --format=csv,noheader | sort -u | paste -sd,))"
+        continue
+      fi
       # One optimization pass (issue 30): every record of PASS_NAMES_FILE, each once, one engine,
       # every GPU of the host (one record per GPU at a time). Resumes from PASS_DIR/records.jsonl
       # (committed): a record this call's end cuts writes nothing and runs again next call.
