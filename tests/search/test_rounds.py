@@ -173,7 +173,7 @@ def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
 def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
     """The final check no longer fits: round 1 keeps verifying until a candidate passes (else
     the record's fixed cost bought nothing); a later round starts no request at all."""
-    from tritonforge.search.cascade import verify_pool
+    from tritonforge.search.cascade import verify_cascade
     from tritonforge.search.rounds import _verify_while
 
     class Pool:
@@ -189,12 +189,12 @@ def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
     env = SimpleNamespace(in_time=lambda: False, within_budget=lambda: True)
     cands = [Candidate(s, "r") for s in ("x = 1 wrong\n", "x = 2\n", "x = 3\n", "x = 4\n")]
     pool = Pool()
-    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 1))
+    got = verify_cascade([pool], TASK, ORIGINAL, cands, (("c",),), in_time=_verify_while(env, 1))
     assert pool.asked == ["x = 1 wrong\n", "x = 2\n"]
     assert [got[c.hash].status for c in cands] == [Status.MISMATCH, Status.OK, Status.SKIPPED,
                                                    Status.SKIPPED]
     pool = Pool()
-    got = verify_pool([pool], TASK, ORIGINAL, cands, ("c",), _verify_while(env, 2))
+    got = verify_cascade([pool], TASK, ORIGINAL, cands, (("c",),), in_time=_verify_while(env, 2))
     assert pool.asked == [] and all(r.status is Status.SKIPPED for r in got.values())
 
 

@@ -112,6 +112,12 @@ def autotune_first_run_s(source: str, perf_cases: int) -> float:
 MIN_PLAN_FRACTION = 0.25     # the final check's timing is never cut below a quarter of its plan
 
 
+def shortest_check_s(check_s: float, fixed_s: float) -> float:
+    """A final check expected to take ``check_s`` on its full plan, on its shortest one
+    (``BudgetPolicy.fit_plan``): ``fixed_s`` uncut, the timing cut to ``MIN_PLAN_FRACTION``."""
+    return fixed_s + MIN_PLAN_FRACTION * max(check_s - fixed_s, 0.0)
+
+
 @dataclass(frozen=True)
 class Go:
     """A policy decision: ``go`` or not, and why not (a note for the record)."""
@@ -165,8 +171,7 @@ class BudgetPolicy:
         """Seconds a round's timing may take and still leave the first final check (``check_s``,
         ``fixed_s`` of it unshortened) room before the cap on its shortest plan (infinite
         without a budget)."""
-        shortest = fixed_s + MIN_PLAN_FRACTION * max(check_s - fixed_s, 0.0)
-        return self.left_s() - shortest
+        return self.left_s() - shortest_check_s(check_s, fixed_s)
 
     def room_for(self, final_s: float) -> bool:
         """Whether more work may start now and still leave the final check (``final_s``) room
@@ -188,7 +193,7 @@ class BudgetPolicy:
         past it. On an H200 (2026-11-26, 120 s a record) an autotuned batched matmul started its
         final check at 138 s and ended at 258 s (2.2x the budget), for a 1.04x candidate."""
         left = self.left_s()
-        shortest = fixed_s + MIN_PLAN_FRACTION * max(check_s - fixed_s, 0.0)
+        shortest = shortest_check_s(check_s, fixed_s)
         if shortest <= left:
             return Go(True)
         return Go(False, f"about {shortest:.0f} s needed at the shortest, {max(left, 0):.0f} s "

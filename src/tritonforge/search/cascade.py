@@ -34,49 +34,6 @@ def _out_of_time(cand: Candidate) -> VariantResult:
                          Failure(Status.SKIPPED, OUT_OF_TIME))
 
 
-def verify_pool(evaluators: list[Evaluator], task: Task, original: Candidate,
-                cands: list[Candidate], case_ids: tuple[str, ...],
-                in_time: Callable[[dict[str, VariantResult]], bool] = lambda got: True,
-                ) -> dict[str, VariantResult]:
-    """Each of ``cands`` verified against ``original`` on ``case_ids`` (candidate hash -> its
-    result), one request per candidate, the pool's workers side by side. Workers side by side
-    share the device's memory: a candidate that ran out of it there gets one more chance alone
-    on the first worker, so that contention is never held against it. Once ``in_time(results so
-    far)`` says no, no new request starts: the candidates left are SKIPPED (``OUT_OF_TIME``),
-    never failed."""
-    results: dict[str, VariantResult] = {}
-    queue = list(cands)
-    lock = threading.Lock()
-
-    def work(ev: Evaluator) -> None:
-        while True:
-            with lock:
-                if not queue:
-                    return
-                cand = queue.pop(0)
-                if not in_time(results):
-                    results[cand.hash] = _out_of_time(cand)
-                    continue
-            evaluation = ev.evaluate(task, (variant(original, "original"), variant(cand, "candidate")),
-                                     purpose="verify", case_ids=case_ids, verify=True, time=False)
-            with lock:
-                results[cand.hash] = evaluation.result("candidate")
-
-    threads = [threading.Thread(target=work, args=(e,)) for e in evaluators[:max(1, len(cands))]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if len(threads) > 1:
-        for cand in cands:
-            if results[cand.hash].status is Status.OOM and in_time(results):
-                evaluation = evaluators[0].evaluate(
-                    task, (variant(original, "original"), variant(cand, "candidate")),
-                    purpose="verify-alone", case_ids=case_ids, verify=True, time=False)
-                results[cand.hash] = evaluation.result("candidate")
-    return results
-
-
 def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
                    cands: list[Candidate], tiers: tuple[tuple[str, ...], ...],
                    on_tier: Callable[[int, int, int], None] = lambda tier, asked, passed: None,

@@ -75,16 +75,13 @@ class FinalCheck:
         estimate = getattr(self, "estimate_s", None)
         return estimate(cand) if estimate is not None else FINAL_FIXED_S
 
-    def _budget_refuses(self, cand: Candidate, original: Candidate | None = None,
-                        perf: int = 0) -> str | None:
+    def _budget_refuses(self, cand: Candidate, original: Candidate, perf: int) -> str | None:
         """Why a check of ``cand`` would not end by the cap (None: it fits): the first on its
         shortest plan (``BudgetPolicy.first_check``), any later one on its full plan."""
         budget = getattr(self, "budget", None)
         if budget is None:
             return None
         if not getattr(self, "checks", 0):
-            if original is None:
-                return None
             go = budget.first_check(self._expected_s(cand), self._fixed_s(cand, original, perf))
         else:
             go = budget.another_check(self._expected_s(cand))

@@ -299,8 +299,7 @@ class Optimizer:
                        lambda: budget.timing_room_s(
                            self.final_check._expected_s(original),
                            self.final_check._fixed_s(original, original, len(perf_ids()))))
-        self._late_base = base
-        state, stop = self._rounds(state, env, budget, max_rounds)
+        state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",
                    round=state.round, **counts(state))
@@ -387,11 +386,12 @@ class Optimizer:
         return state
 
     def _rounds(self, state: SearchState, env: RoundEnv, budget: BudgetPolicy,
-                max_rounds: int) -> tuple[SearchState, str]:
+                max_rounds: int, base: VariantResult | None = None) -> tuple[SearchState, str]:
         """Rounds until a stop rule or the budget says stop; (last state, stop reason). A search
-        with nothing new to propose asks once for a configuration search, if time is left."""
+        with nothing new to propose asks once for a configuration search, if time is left.
+        Late cases made by then join before each round (``base``: the original's baseline, which
+        orders their tier)."""
         while state.round < max_rounds:
-            base = getattr(self, "_late_base", None)
             if base is not None:
                 state = self._join_late(state, base, env.clock, wait=False)
             check = getattr(self, "final_check", None)
