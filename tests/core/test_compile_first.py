@@ -20,8 +20,9 @@ class _Worker:
 
     def __init__(self, held: list[str | None]):
         self.held, self.requests = held, []
+        self.cut = False
 
-    def evaluate(self, request):
+    def evaluate(self, request, deadline=None):
         self.requests.append((request, self.held[-1] if self.held else None))
         return None
 
@@ -131,7 +132,7 @@ def test_a_compile_pass_that_kills_the_worker_is_not_tried_again_for_that_task(e
                          DeviceInfo("test", False))
     worker = evaluator.worker
     plain = worker.evaluate
-    worker.evaluate = lambda request: (worker.requests.append((request, None)) or crashed) \
+    worker.evaluate = lambda request, deadline=None: (worker.requests.append((request, None)) or crashed) \
         if request.compile_only else plain(request)
     evaluator.evaluate(task, (v,), purpose="time", time=True)
     evaluator.evaluate(task, (v,), purpose="time", time=True, case_ids=("other",))
@@ -178,7 +179,7 @@ def test_a_candidate_that_hangs_compiling_is_left_out_of_the_locked_request(eval
     variants = _variants(task, 3)
     worker = evaluator.worker
     hang = _hang_on({"c1"}, task)
-    worker.evaluate = lambda request: (worker.requests.append((request, None)) or hang(request)) \
+    worker.evaluate = lambda request, deadline=None: (worker.requests.append((request, None)) or hang(request)) \
         if request.compile_only else (worker.requests.append((request, "x")) or hang(request))
     evaluator._merge_rejections = Evaluator._merge_rejections.__get__(evaluator)
     got = evaluator.evaluate(task, variants, purpose="time", time=True)
@@ -199,7 +200,7 @@ def test_a_reference_that_hangs_compiling_is_never_left_out(evaluator, monkeypat
     worker = evaluator.worker
     hang = _hang_on({"original"}, task)
     plain = worker.evaluate
-    worker.evaluate = lambda request: (worker.requests.append((request, None)) or hang(request)) \
+    worker.evaluate = lambda request, deadline=None: (worker.requests.append((request, None)) or hang(request)) \
         if request.compile_only else plain(request)
     evaluator.evaluate(task, variants, purpose="time", time=True)
     locked = [[v.name for v in r.variants] for r, _ in worker.requests if not r.compile_only]

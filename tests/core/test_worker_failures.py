@@ -100,3 +100,25 @@ def test_a_candidate_raising_inside_verification_names_its_case(worker):
     assert r.status is Status.RUNTIME_ERROR and "late boom" in r.failure.reason
     assert r.failure.case_id == "c" and r.failure.seed is not None
     _still_works(worker)
+
+
+def test_a_request_past_its_deadline_is_cut_not_judged(worker):
+    """A record's cap ends a request still running (runtime.evaluator.Evaluator.time_left): the
+    hung candidate is killed long before the worker's own no-progress limit (20 s here), every
+    variant comes back SKIPPED naming no case (a cut says nothing of a case), and the next
+    request runs on a fresh worker."""
+    import time
+
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    hang = SRC.replace("    y = torch.empty_like(x)", "    while True:\n        pass")
+    start = time.monotonic()
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", SRC), _v("hangs", hang)),
+                                         verify=False, time=False), deadline=start + 2.0)
+    assert time.monotonic() - start < 10
+    assert worker.cut
+    for r in ev.results:
+        assert r.status is Status.SKIPPED and CUT_REASON in r.failure.reason
+        assert r.failure.case_id is None
+    _still_works(worker)
+    assert not worker.cut

@@ -248,3 +248,29 @@ def test_late_cases_ready_at_a_round_boundary_join_the_next_round(task, tmp_path
     assert any("joined the verification after round 1" in n for n in result.notes)
     wrong_entry = [h for h in result.history if "300" in h.description]
     assert wrong_entry and wrong_entry[0].status is not Status.OK and "gen-300" in wrong_entry[0].reason
+
+
+def test_a_hung_verification_ends_at_the_records_cap_not_the_workers_limit(task, tmp_path):
+    """Every request of a budgeted record is killed at its cap (1.25x the budget): a candidate
+    that hangs is cut there, SKIPPED (never judged, never stored), and the record ends by the
+    cap, not at the worker's no-progress limit (120 s here). On an H100 pass (2026-11-26, 120 s a
+    record) a hung verification request carried chunked_cumsum_fwd to 271 s."""
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    hangs = task.source.replace("    return", "    while True:\n        pass\n    return", 1)
+    assert hangs != task.source
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    budget_s = 20.0
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(task, settings, [ev], [FixedProposer(hangs, "hangs")], store,
+                            candidates_per_round=2)
+            result = opt.run(budget_s)
+            assert ev.time_left is None         # the cap is the record's alone
+        finally:
+            ev.close()
+    assert result.wall_s <= 1.25 * budget_s + 2, result.wall_s
+    assert [h.status for h in result.history] == [Status.SKIPPED]
+    assert CUT_REASON in result.history[0].reason
+    assert result.best.hash == result.original.hash

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +33,9 @@ from .timing_plan import timing_plan
 
 log = logging.getLogger(__name__)
 
+# a request is killed this many seconds before its record's cap, leaving the record time to end
+# (the worker killed, the results written) by the cap itself
+CUT_MARGIN_S = 3.0
 COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
 
 
@@ -112,6 +116,9 @@ class Evaluator:
         self.run_dir = Path(run_dir)
         self.store = store
         self.no_compile_pass: set[str] = set()   # tasks whose compile pass killed the worker
+        # seconds the current record has left before its cap (search.loop sets it for a record
+        # with a budget); a request still running then is killed and not stored: None, no limit
+        self.time_left: Callable[[], float] | None = None
         self.device = device or resolve_device(settings.device)
         checks = settings.verification
         self.worker = Worker(self.device, self.run_dir / "worker",
@@ -163,11 +170,25 @@ class Evaluator:
         with gpu_lock(mode):
             if mode:
                 trace_progress(request, f"{purpose}: GPU lock taken")
-            evaluation = self.worker.evaluate(request) if request.variants else None
+            evaluation = self.worker.evaluate(request, self._deadline()) if request.variants else None
+        cut = evaluation is not None and self.worker.cut
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)
-        if self.store is not None:
+        if self.store is not None and not cut:      # a cut request judged nothing: never reused
             self.store.put_evaluation(key, purpose, evaluation)
         return evaluation
+
+    def _deadline(self) -> float | None:
+        """When a request sent now is killed (``time.monotonic()``): ``CUT_MARGIN_S`` before the
+        record's cap (``time_left``), at least a second from now; None without a cap. On an H100
+        pass (2026-11-26, 120 s a record, cap 150 s) a verification request of chunked_cumsum_fwd
+        hung on its 4.7 GiB case until the worker's 180 s no-progress limit: the record ended at
+        271 s."""
+        if self.time_left is None:
+            return None
+        left = self.time_left()
+        if left != left or left == float("inf"):
+            return None
+        return time.monotonic() + max(left - CUT_MARGIN_S, 1.0)
 
     def compile_ahead(self, task: Task, variants: tuple[Variant, ...],
                       case_ids: tuple[str, ...] | None = None) -> Evaluation | None:
@@ -215,7 +236,7 @@ class Evaluator:
             warm = dataclasses.replace(request, variants=variants, verify=False, time=False,
                                        run_cases=True, keep_going=True, compile_only=True)
             trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
-            evaluation = self.worker.evaluate(warm)
+            evaluation = self.worker.evaluate(warm, self._deadline())
             results = evaluation.results if evaluation else ()
             stuck = [r for r in results[1:] if r.status is Status.TIMEOUT]
             killed = [r.variant for r in results if r.status in WORKER_KILLERS]

@@ -7,6 +7,8 @@ A candidate can crash the CUDA context, hang, or eat memory. The worker runs in 
 - its resident memory over the host limit -> killed: OOM
 - the pipe closes (segfault, abort)       -> CRASH, with the exit status and the log's tail
 - a sticky CUDA error reported by itself  -> it exits; the next request starts a new worker
+- the request's ``deadline`` passes        -> killed: every variant SKIPPED (``CUT_REASON``), the
+                                             request cut, not judged (``Worker.cut``)
 
 The variant that was in flight (from the worker's progress messages) gets the failure; the others
 in the same request are marked SKIPPED. The driver itself never dies of a candidate.
@@ -31,6 +33,10 @@ from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive,
 log = logging.getLogger(__name__)
 
 PROGRESS_LOG_ENV = env_name("progress_log")          # Settings.progress_log
+
+# a request killed at its deadline: the record's time ran out, nothing was judged (no case_id,
+# so nothing reads it as a case the original breaks)
+CUT_REASON = "the record's time cap was reached"
 
 
 def trace_progress(request: EvaluateRequest, message: Progress | str, path: str | None = None,
@@ -98,6 +104,7 @@ class Worker:
         self.info: DeviceInfo | None = None
         self._to_child = self._from_child = -1
         self.restarts = 0
+        self.cut = False        # the last request was killed at its deadline
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -183,8 +190,11 @@ class Worker:
             return None
         return receive(self._from_child)
 
-    def evaluate(self, request: EvaluateRequest) -> Evaluation:
-        """Evaluate ``request``; a dying or hanging worker becomes failures, never an exception."""
+    def evaluate(self, request: EvaluateRequest, deadline: float | None = None) -> Evaluation:
+        """Evaluate ``request``; a dying or hanging worker becomes failures, never an exception.
+        ``deadline`` (``time.monotonic()``): a request still running then is killed and every
+        variant SKIPPED (``CUT_REASON``); ``self.cut`` says so afterwards."""
+        self.cut = False
         if not self.alive():
             if self.process is not None:
                 self.restarts += 1
@@ -215,6 +225,11 @@ class Worker:
                         self.kill()
                     return message.evaluation
                 continue
+            if deadline is not None and now >= deadline:
+                trace_progress(request, f"{CUT_REASON}: killed", trace, worker)
+                self.kill()
+                self.cut = True
+                return self._cut(request, last)
             if now - last_time > self.timeout_s:
                 trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace,
                                worker)
@@ -239,6 +254,14 @@ class Worker:
         if code is not None and code < 0:
             return f"worker killed by signal {signal.Signals(-code).name}"
         return f"worker exited with status {code}"
+
+    def _cut(self, request: EvaluateRequest, last: Progress) -> Evaluation:
+        """A request killed at its deadline: every variant SKIPPED, no case named."""
+        reason = f"{CUT_REASON} during {last.stage} of case {last.case_id}: killed"
+        results = tuple(VariantResult(v.name, v.hash, Status.SKIPPED, Failure(Status.SKIPPED, reason))
+                        for v in request.variants)
+        assert self.info is not None
+        return Evaluation(request.task.name, results, self.info, (reason,))
 
     def _death(self, request: EvaluateRequest, last: Progress, status: Status, reason: str) -> Evaluation:
         culprit = last.variant or request.variants[-1].name

@@ -359,6 +359,9 @@ class FinalCheck:
         """One request in a fresh worker process (``make_final_evaluator``), closed after; the
         timing worker where there is no such factory (tests)."""
         ev = self.make_final_evaluator() if self.make_final_evaluator else self.timer
+        budget = getattr(self, "budget", None)
+        if ev is not self.timer and budget is not None and budget.budget_s is not None:
+            ev.time_left = budget.left_s        # killed at the record's cap, like the pool's
         try:
             return ev.evaluate(task, variants, **kwargs)
         finally:

@@ -213,6 +213,11 @@ class Optimizer:
             notes.append(f"CPU interpreter: at most {max_rounds} rounds of "
                          f"{self.per_round} candidates, accepted by correctness only")
 
+        # every request of the record, the pool's and the final check's, is killed at the cap
+        # (runtime.evaluator.Evaluator.time_left): a hung one cannot carry the record past it
+        capped = budget.left_s if budget_s is not None else None
+        for ev in self.evaluators:
+            ev.time_left = capped
         ahead = self._compile_ahead(task, original)
         try:
             return self._pipeline(task, original, notes, max_rounds, clock, budget, ahead,
@@ -220,6 +225,8 @@ class Optimizer:
         finally:
             if ahead is not None:
                 ahead.stop()
+            for ev in self.evaluators:
+                ev.time_left = None
 
     def _compile_ahead(self, task: Task, original: Candidate) -> CompileAhead | None:
         """Compiling ahead started on the pool's spare workers (None: no spare worker, no ahead

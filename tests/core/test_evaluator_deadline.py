@@ -1,0 +1,73 @@
+"""A record's cap bounds every request (runtime.evaluator.Evaluator.time_left): a request cut
+there is returned, never stored, so a resumed run asks it again."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tritonforge.config import Settings
+from tritonforge.model import DeviceInfo, Evaluation, Failure, Status, VariantResult
+from tritonforge.runtime.evaluator import CUT_MARGIN_S, Evaluator, original_variant
+from tritonforge.store import RunStore
+from tritonforge.tasks.loader import task_from_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src/tritonforge/examples/vector_add.py"
+
+
+class _Worker:
+    """Answers each request at once, cut or not as told; records the deadline it was given."""
+
+    def __init__(self, cut: bool):
+        self.cut_next, self.cut, self.deadlines = cut, False, []
+
+    def evaluate(self, request, deadline=None):
+        self.deadlines.append(deadline)
+        self.cut = self.cut_next
+        status = Status.SKIPPED if self.cut else Status.OK
+        results = tuple(VariantResult(v.name, v.hash, status,
+                                      Failure(status, "cut") if self.cut else None)
+                        for v in request.variants)
+        return Evaluation(request.task.name, results, DeviceInfo("cpu", True, "t", "t"))
+
+    def close(self):
+        pass
+
+
+def _evaluator(tmp_path, cut: bool) -> tuple[Evaluator, RunStore]:
+    store = RunStore(tmp_path / "store.sqlite")
+    ev = Evaluator(Settings(device="cpu"), tmp_path / "w", store, device="cpu")
+    ev.worker = _Worker(cut)
+    return ev, store
+
+
+def test_no_cap_means_no_deadline(tmp_path):
+    ev, _ = _evaluator(tmp_path, cut=False)
+    task = task_from_file(EXAMPLE)
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    assert ev.worker.deadlines == [None]
+
+
+def test_the_deadline_is_the_cap_less_a_margin(tmp_path):
+    ev, _ = _evaluator(tmp_path, cut=False)
+    ev.time_left = lambda: 30.0
+    task = task_from_file(EXAMPLE)
+    before = time.monotonic()
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    (deadline,) = ev.worker.deadlines
+    assert before + 30.0 - CUT_MARGIN_S - 1 < deadline <= time.monotonic() + 30.0 - CUT_MARGIN_S
+    ev.time_left = lambda: -5.0         # past the cap: the request still gets its second
+    ev.evaluate(task, (original_variant(task),), purpose="other", verify=False, time=False)
+    assert ev.worker.deadlines[-1] >= time.monotonic() + 0.5
+
+
+def test_a_cut_request_is_not_stored_and_a_whole_one_is(tmp_path):
+    task = task_from_file(EXAMPLE)
+    ev, store = _evaluator(tmp_path, cut=True)
+    ev.time_left = lambda: 10.0
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    ev.worker.cut_next = False
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    assert len(ev.worker.deadlines) == 2        # the cut one was not reused: asked again
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    assert len(ev.worker.deadlines) == 2        # the whole one was stored and reused
