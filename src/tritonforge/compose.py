@@ -112,8 +112,11 @@ def _abandon(pending: Future | None, maker: Evaluator) -> None:
     their worker (``maker``, the pool's last) is killed rather than waited for; it starts again
     on its next request, and the background generation ends with a note. On an H100 pass
     (2026-11-26) a record whose original ran out of host memory in its baseline at 60 s waited
-    for its generated cases until 193 s, 1.6x its budget."""
+    for its generated cases until 193 s, 1.6x its budget. Its later requests come back unsent:
+    on two H200s (2026-11-26, 20 s a record) a record whose baseline was cut at its 25 s cap
+    ended at 114 s, the generation's requests running on uncapped after the record's end."""
     if pending is not None and not pending.done():
+        maker.time_left = lambda: 0.0   # what it still asks comes back unsent (runtime.evaluator)
         maker.worker.kill()
 
 
@@ -208,6 +211,7 @@ class OptimizeSession:
         finally:
             _abandon(pending, self.evaluators[-1])     # a record stopped by an exception too
             _settled(pending, task)     # its worker is the pool's: never busy into the next record
+            self.evaluators[-1].time_left = None
             record_llm_usage(self.store, task.name, proposers)
             remove_for(Path(self.settings.run_dir) / "perf-inputs", task.name)   # can be GBs
 

@@ -19,7 +19,7 @@ class _Worker:
     """Answers each request at once, cut or not as told; records the deadline it was given."""
 
     def __init__(self, cut: bool):
-        self.cut_next, self.cut, self.deadlines = cut, False, []
+        self.cut_next, self.cut, self.deadlines, self.info = cut, False, [], None
 
     def evaluate(self, request, deadline=None):
         self.deadlines.append(deadline)
@@ -56,9 +56,23 @@ def test_the_deadline_is_the_cap_less_a_margin(tmp_path):
     ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
     (deadline,) = ev.worker.deadlines
     assert before + 30.0 - CUT_MARGIN_S - 1 < deadline <= time.monotonic() + 30.0 - CUT_MARGIN_S
-    ev.time_left = lambda: -5.0         # past the cap: the request still gets its second
-    ev.evaluate(task, (original_variant(task),), purpose="other", verify=False, time=False)
-    assert ev.worker.deadlines[-1] >= time.monotonic() + 0.5
+
+
+def test_a_request_with_no_time_left_is_never_sent(tmp_path):
+    """Within the margin of the cap (or past it) a request comes back SKIPPED at once, unsent,
+    and unstored: the worker is neither started nor killed for it."""
+    from tritonforge.model import Status
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    ev, _ = _evaluator(tmp_path, cut=False)
+    task = task_from_file(EXAMPLE)
+    ev.time_left = lambda: CUT_MARGIN_S - 0.5
+    got = ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    assert ev.worker.deadlines == []
+    assert got.results[0].status is Status.SKIPPED and CUT_REASON in got.results[0].failure.reason
+    ev.time_left = None
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    assert ev.worker.deadlines == [None]        # asked again: the unsent one was not stored
 
 
 def test_a_cut_request_is_not_stored_and_a_whole_one_is(tmp_path):

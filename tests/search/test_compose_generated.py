@@ -75,3 +75,40 @@ def test_a_record_that_ends_early_kills_the_generation_instead_of_waiting(sin_ta
     assert killed.is_set()
     assert result.stop_reason.startswith("no case left that the original runs")
     assert result.wall_s < 50 and result.generated.added == 0
+
+
+def test_an_abandoned_generation_s_later_requests_come_back_unsent(sin_task, tmp_path,
+                                                                    monkeypatch):
+    """After the record ends, what the generation still asks its worker comes back SKIPPED at
+    once (the record's cap passed), never run: on two H200s (20 s a record) a record whose
+    baseline was cut at its cap ended at 114 s, the generation running on uncapped. Its worker
+    has no cap again for the next record."""
+    from tritonforge.model import Status
+    from tritonforge.runtime.evaluator import original_variant
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    killed, asked = threading.Event(), []
+
+    def generation_that_goes_on(task, settings, work_dir, evaluator, progress, budget_s):
+        killed.wait(60)
+        for _ in range(3):       # each would run the original's cases: seconds on the CPU
+            got = evaluator.evaluate(task, (original_variant(task),), purpose="testgen",
+                                     verify=False, time=False)
+            asked.append(got.results[0])
+        return Augmented(task, ())
+
+    monkeypatch.setattr(compose, "generated_cases", generation_that_goes_on)
+    source = sin_task.source.replace("def sin_triton(", "def sin_triton(*_a, **_k):\n"
+                                     "    raise ValueError('no')\n\n\ndef _unused_sin(")
+    broken = replace(sin_task, source=source)
+    settings = Settings(device="cpu", max_rounds=1, patience=1, run_dir=str(tmp_path))
+    with RunStore(tmp_path / "store.sqlite") as store, \
+            OptimizeSession(settings, store, SessionOptions(jobs=2), device="cpu") as session:
+        last = session.evaluators[-1]
+        kill = last.worker.kill
+        monkeypatch.setattr(last.worker, "kill", lambda: (killed.set(), kill()))
+        result = session.optimize(broken, 600.0)
+        assert last.time_left is None
+    assert len(asked) == 3
+    assert all(r.status is Status.SKIPPED and CUT_REASON in r.failure.reason for r in asked)
+    assert result.wall_s < 50

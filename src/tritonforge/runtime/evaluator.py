@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import time
+from time import monotonic
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from ..model import (
 from ..model.serialize import dumps
 from ..store import RunStore
 from ..verify.policy import check_source
-from .worker_client import Worker, trace_progress
+from .worker_client import CUT_REASON, Worker, trace_progress
 from .failures import WORKER_KILLERS
 from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
 from .hardware import resolve_device
@@ -170,16 +170,33 @@ class Evaluator:
         with gpu_lock(mode):
             if mode:
                 trace_progress(request, f"{purpose}: GPU lock taken")
-            evaluation = self.worker.evaluate(request, self._deadline()) if request.variants else None
-        cut = evaluation is not None and self.worker.cut
+            deadline = self._deadline()
+            if not request.variants:
+                evaluation, cut = None, False
+            elif deadline is not None and deadline <= monotonic():
+                evaluation, cut = self._unsent(request), True      # no time: never started
+            else:
+                evaluation = self.worker.evaluate(request, deadline)
+                cut = self.worker.cut
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)
         if self.store is not None and not cut:      # a cut request judged nothing: never reused
             self.store.put_evaluation(key, purpose, evaluation)
         return evaluation
 
+    def _unsent(self, request: EvaluateRequest) -> Evaluation:
+        """The evaluation of a request the record's cap left no time to send: every variant
+        SKIPPED (``CUT_REASON``), the worker untouched (killing and restarting it for each such
+        request cost seconds apiece)."""
+        info = self.worker.info or DeviceInfo(self.device, self.device == "cpu")
+        reason = f"{CUT_REASON}: not started"
+        return Evaluation(request.task.name,
+                          tuple(VariantResult(v.name, v.hash, Status.SKIPPED,
+                                              Failure(Status.SKIPPED, reason))
+                                for v in request.variants), info, (reason,))
+
     def _deadline(self) -> float | None:
-        """When a request sent now is killed (``time.monotonic()``): ``CUT_MARGIN_S`` before the
-        record's cap (``time_left``), at least a second from now; None without a cap. On an H100
+        """When a request sent now is killed (``monotonic()``): ``CUT_MARGIN_S`` before the
+        record's cap (``time_left``); None without a cap; now or earlier: not sent. On an H100
         pass (2026-11-26, 120 s a record, cap 150 s) a verification request of chunked_cumsum_fwd
         hung on its 4.7 GiB case until the worker's 180 s no-progress limit: the record ended at
         271 s."""
@@ -188,7 +205,7 @@ class Evaluator:
         left = self.time_left()
         if left != left or left == float("inf"):
             return None
-        return time.monotonic() + max(left - CUT_MARGIN_S, 1.0)
+        return monotonic() + left - CUT_MARGIN_S
 
     def compile_ahead(self, task: Task, variants: tuple[Variant, ...],
                       case_ids: tuple[str, ...] | None = None) -> Evaluation | None:
@@ -235,8 +252,11 @@ class Evaluator:
             variants = tuple(v for v in request.variants if v.name not in hung)
             warm = dataclasses.replace(request, variants=variants, verify=False, time=False,
                                        run_cases=True, keep_going=True, compile_only=True)
+            deadline = self._deadline()
+            if deadline is not None and deadline <= monotonic():
+                break                   # no time left: the request itself comes back unsent
             trace_progress(warm, f"{purpose}: compile pass (no GPU lock)")
-            evaluation = self.worker.evaluate(warm, self._deadline())
+            evaluation = self.worker.evaluate(warm, deadline)
             results = evaluation.results if evaluation else ()
             stuck = [r for r in results[1:] if r.status is Status.TIMEOUT]
             killed = [r.variant for r in results if r.status in WORKER_KILLERS]
