@@ -157,15 +157,23 @@ def test_two_fake_gpus_one_queue_one_records_file(tmp_path, kernels, cli, monkey
 
 def test_a_pass_ends_by_its_budget_writes_out_and_resumes(tmp_path, kernels, cli):
     args = kernels(["sin_a", "sin_b"])
+    slow = tmp_path / "sin_a.py"            # its wrapper outlasts the pass's budget
+    slow.write_text(slow.read_text().replace("    out = torch.empty_like(x)\n",
+                                             "    import time; time.sleep(60)\n"
+                                             "    out = torch.empty_like(x)\n", 1))
+    assert "sleep(60)" in slow.read_text()
     t0 = time.monotonic()
-    cut = cli(*args, "--gpus", "0", "--per-kernel", "2", "--budget", "3")
+    # a record starts with its 20 s left; its own requests are cut only near its 25 s cap, so
+    # the pass's 21 s end it first
+    cut = cli(*args, "--gpus", "0", "--per-kernel", "20", "--budget", "21")
     wall = time.monotonic() - t0
     assert cut.returncode == 0, cut.stderr[-2000:]
     out = json.loads((tmp_path / "out.json").read_text())
     assert not out["finished"] and set(out["left"]) == {"sin_a", "sin_b"}
     assert out["cut"] == ["sin_a"]                  # started, then cut: nothing counted
     assert read_records(tmp_path / "records.jsonl") == {}
-    assert wall < 3 + 25                            # the budget, process start and lane stop
+    assert wall < 21 + 25                           # the budget, process start and lane stop
+    slow.write_text(slow.read_text().replace("    import time; time.sleep(60)\n", ""))
     done = cli(*args, "--gpus", "0", "--per-kernel", "60")
     assert done.returncode == 0, done.stderr[-2000:]
     assert set(read_records(tmp_path / "records.jsonl")) == {"sin_a", "sin_b"}

@@ -274,3 +274,20 @@ def test_a_hung_verification_ends_at_the_records_cap_not_the_workers_limit(task,
     assert [h.status for h in result.history] == [Status.SKIPPED]
     assert CUT_REASON in result.history[0].reason
     assert result.best.hash == result.original.hash
+
+
+def test_a_baseline_cut_at_the_cap_is_out_of_time_not_a_failing_original(task, tmp_path):
+    """A budget too short for the original's own baseline ends the record as out of time: the
+    bench's records call a stop that starts "the original" original-fails, which it is not."""
+    from tritonforge.bench.records import EngineId, RecordRef, pass_record
+
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            result = Optimizer(task, settings, [ev], [RuleProposer()], store).run(0.5)
+        finally:
+            ev.close()
+    assert result.stop_reason.startswith("time budget spent before the original's baseline ended")
+    record = pass_record(RecordRef(task.name), result, EngineId("e", "s"), "h", 0.5)
+    assert record.status == "not-improved"

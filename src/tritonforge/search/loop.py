@@ -23,6 +23,7 @@ from ..model.progress import ProgressEvent, ProgressSink
 from ..runtime.evaluator import Evaluator
 from ..runtime.gpu_lock import gpu_blocked_s
 from ..runtime.timing_plan import final_check_plan, timing_plan
+from ..runtime.worker_client import CUT_REASON
 from ..store import RunStore
 from .arbiter import ArbiterPolicy
 from .budget import BudgetPolicy, FinalCheckEstimate, autotune_first_run_s
@@ -254,6 +255,10 @@ class Optimizer:
                                   phases=clock.times())
 
         base = self._baseline(task, original, clock, notes)
+        if base.failure is not None and CUT_REASON in base.failure.reason:
+            # cut at the record's cap (runtime.evaluator): out of time, not a failing original
+            return early(f"time budget spent before the original's baseline ended: "
+                         f"{base.failure.one_line()}", [])
         if base.failure is not None:
             return early(f"the original fails: {base.failure.one_line()}", [])
         task, dropped = restrict_to_runnable(task, base)
