@@ -214,12 +214,17 @@ for step in "$@"; do
     scaling)
       # issue 30: the same records on one GPU, then on two (fresh records files, so neither run
       # resumes the other); scripts/scaling_compare.py puts them side by side
+      # SCALING_RUNS: which runs this call makes ("0 0,1": both, the default; "0" or "0,1": one
+      # each call, when both do not fit one: 12 records at 20 s took ~35 s each on one H200).
+      # Each run's --out JSON and records come back in $OUT (scaling-1gpu.json, ...records.jsonl)
       export TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}"
+      [ -n "${ENGINE_COMMIT:-}" ] && export TRITONFORGE_ENGINE_COMMIT="$ENGINE_COMMIT"
       SC_NAMES="${NAMES:-$(grep -v '^#' bench/results/pass-order.txt | head -12 | paste -sd,)}"
+      runs=(${SCALING_RUNS:-0 0,1})
       half=$(( ($(left) - 60) / 3 ))     # one GPU takes about twice as long as two
-      for gpus in 0 0,1; do
+      for gpus in "${runs[@]}"; do
         tag=$([ "$gpus" = 0 ] && echo 1gpu || echo 2gpu)
-        budget=$([ "$gpus" = 0 ] && echo $(( 2 * half )) || echo $(( $(left) - 40 )))
+        budget=$([ "$gpus" = 0 ] && [ ${#runs[@]} -gt 1 ] && echo $(( 2 * half )) || echo $(( $(left) - 40 )))
         log "scaling: $tag (budget $budget s)"
         rm -rf "/tmp/scaling-$tag" && mkdir -p "/tmp/scaling-$tag"
         timeout "$(left)" python3 -m tritonforge bench optimize --device cuda \
@@ -228,9 +233,11 @@ for step in "$@"; do
           --names "$SC_NAMES" --gpus "$gpus" --budget "$budget" --out "$OUT/scaling-$tag.json" \
           > "$OUT/scaling-$tag.log" 2>&1
         cp "/tmp/scaling-$tag/records.jsonl" "$OUT/scaling-$tag.records.jsonl" 2>/dev/null
+        cp "$OUT/scaling-$tag.json" "$OUT/scaling-$tag.records.jsonl" "$FINAL_OUT/" 2>/dev/null
         tail -3 "$OUT/scaling-$tag.log"
       done
-      python3 scripts/scaling_compare.py "$OUT/scaling-1gpu.json" "$OUT/scaling-1gpu.records.jsonl" \
+      [ -f "$OUT/scaling-1gpu.json" ] && [ -f "$OUT/scaling-2gpu.json" ] && \
+        python3 scripts/scaling_compare.py "$OUT/scaling-1gpu.json" "$OUT/scaling-1gpu.records.jsonl" \
         "$OUT/scaling-2gpu.json" "$OUT/scaling-2gpu.records.jsonl" | tee "$FINAL_OUT/scaling.md"
       ;;
     isolation)
