@@ -197,9 +197,11 @@ for step in "$@"; do
       else PASS_ARGS+=(--names-file "${PASS_NAMES_FILE:-bench/results/pass-order.txt}"); fi
       [ -n "${GPUS:-}" ] && PASS_ARGS+=(--gpus "$GPUS")
       [ "${ALLOW_MIXED:-0}" = 1 ] && PASS_ARGS+=(--allow-mixed-engines)
-      log "optimization pass on GPUs ${GPUS:-all} (budget $(( $(left) - 60 )) s)"
+      # the pass ends 20 s before this script's own reserve: writing out and packing took 1-5 s
+      # on an H100 (2026-11-26), and every 120 s a record buys can be one more record a call
+      log "optimization pass on GPUs ${GPUS:-all} (budget $(( $(left) - 20 )) s)"
       timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" \
-        ${REDO:+--redo "$REDO"} --budget "$(( $(left) - 60 ))" --out "$OUT/pass-state.json" \
+        ${REDO:+--redo "$REDO"} --budget "$(( $(left) - 20 ))" --out "$OUT/pass-state.json" \
         2>&1 | tee "$OUT/pass.log" | tail -60
       if python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["finished"] else 1)' "$OUT/pass-state.json" 2>/dev/null \
           && [ "$(left)" -gt 60 ]; then
