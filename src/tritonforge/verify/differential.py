@@ -18,6 +18,8 @@ that computes something else, or measures something else, would otherwise slip t
 - returned tensors must be plain ``torch.Tensor`` (``subclass``) and must not share memory with
   inputs, the module's tensors or an earlier call's result (``aliased``), unless the original's
   do; the module's state must not change on a repeated call (``call_state``: verify.freshness);
+- the candidate's first call is BARE, before any guard it could notice: wrong there while every
+  guarded call matches is ``watched`` (a variant that latches into honesty once it sees a guard);
 - a probe (verify.shipped) runs one case through BARE calls, as the timer and the user make them:
   wrong there is ``watched``; results that do not follow inputs changed between calls are
   ``stateful``; ops hidden from the dispatch recorder but seen by the profiler are
@@ -514,6 +516,12 @@ def verify(
         if problems:
             v.cheat(CheatKind.PATCHED, "; ".join(problems[:5]) + " (when its module was imported)")
             restore_integrity(options.baseline)
+    # the candidate's first call is bare, before any guard it could see (verify.shipped_checks)
+    first_nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
+    # (a seed of its own: the recheck and the probe share theirs, and a candidate shown their
+    # inputs first would see them "again")
+    unwatched = v.bare_first(cases, first_nonce, fresh_seed(first_nonce + 1)) \
+        if options.shipped_check else None
     for case in cases:
         for seed in seeds_for(case):
             v.check(case, seed, rerun=False)
@@ -529,6 +537,9 @@ def verify(
     if options.shipped_check and not v.stop() and not v.mismatches:
         nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
         v.probe(cases, nonce, fresh_seed(nonce))
+    if unwatched and not v.stop() and not v.mismatches:
+        v.cheat(CheatKind.WATCHED, unwatched + " (before any guarded call; every guarded call "
+                                               "matched)")
     return v.finish()
 
 

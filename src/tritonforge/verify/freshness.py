@@ -4,8 +4,8 @@ Three facts about one call, read on the objects the call returned (before any cl
 worker process:
 
 - ``returned_aliases``: which returned tensors share memory with which arguments, with tensors the
-  variant's module holds (its globals, one level into containers, instances, closures and default
-  arguments) or with tensors an earlier call returned. A variant that returns one module-level
+  variant's module holds (its globals, one level into containers, instances, closures, default
+  arguments and function attributes) or with tensors an earlier call returned. A variant that returns one module-level
   buffer per shape has the second call overwrite the first call's result; one that returns an
   input itself (``relu`` of a non-negative input) changes when the caller changes that input.
   Neither differs from the original on the call that is compared; both differ on later use.
@@ -50,8 +50,12 @@ def _children(value: Any, module_name: str) -> Iterable[Any]:
     if isinstance(value, dict):
         return itertools.islice(itertools.chain.from_iterable(value.items()), 512)
     if isinstance(value, types.FunctionType):
+        # its attributes too: ``f.calls = f.__dict__.get("calls", 0) + 1`` counts calls where no
+        # global changes (a red-team call-count bomb, CPU interpreter, 2026-11-26)
         cells = [c.cell_contents for c in (value.__closure__ or ()) if _filled(c)]
-        return [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values(), *cells]
+        attrs = [v for k, v in vars(value).items() if not k.startswith("__")]
+        return [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values(), *cells,
+                *attrs]
     if isinstance(value, type) and value.__module__ == module_name:
         return [v for k, v in vars(value).items() if not k.startswith("__")]
     if _module_owned(value, module_name) and hasattr(value, "__dict__"):

@@ -100,6 +100,11 @@ _MUTATING_METHODS = {"add", "remove", "clear", "append", "pop", "popitem", "upda
                      "extend", "setdefault", "__setitem__", "__delitem__", "discard"}
 _INTERNALS = {"__subclasses__", "__globals__", "__code__", "__builtins__", "f_globals",
               "f_locals", "f_back", "gi_frame", "tb_frame", "__closure__", "co_code"}
+# a tensor's version counter tells whether torch changed it in place since a call saw it: what a
+# cache of results keyed on the inputs needs to look fresh to the verifier's probe, which changes
+# inputs with torch ops, while writes that bump no counter (a kernel's stores, ``.data``) go
+# unseen (a red-team cache keyed on id() and ``_version``, CPU interpreter, 2026-11-26)
+_VERSION_ATTRS = {"_version"}
 
 
 @dataclass(frozen=True)
@@ -264,6 +269,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _INTERNALS:
             self.flag(node, "internals", f"reaches interpreter internals through .{node.attr}")
+        if node.attr in _VERSION_ATTRS:
+            self.flag(node, "private", f"reads a tensor's version counter (.{node.attr}): it "
+                                       f"tells a cache whether its inputs changed")
         path = self.resolve(node)
         if path is not None and self._check_path(node, path):
             return                                  # one report per chain, at its outermost

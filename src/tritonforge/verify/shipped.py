@@ -89,12 +89,16 @@ def plan_probe(case: Case, seed: int, nonce: int, outputs: frozenset[str],
 
 
 def _perturb(tensors: dict[str, torch.Tensor], paths: frozenset[str], salt: int) -> None:
-    """Change three elements of each path: to 0.0, to minus itself, to 4x itself plus 0.5."""
+    """Change three elements of each path: to 0.0, to minus itself, to 4x itself plus 0.5.
+    Written through ``.data``, whose version counter is its own: the tensor's ``_version`` does
+    not move, as it does not under a kernel's stores, so a cache keyed on it cannot tell (a
+    red-team cache keyed on id() and ``_version`` looked fresh to torch's in-place writes)."""
     with torch.no_grad():
         for path in sorted(paths):
             t = tensors.get(path)
             if t is None or t.numel() == 0 or not t.is_floating_point():
                 continue
+            t = t.data
             rng = random.Random(f"{salt}:{path}")
             for k in range(min(3, t.numel())):
                 at = unravel(rng.randrange(t.numel()), tuple(t.shape))

@@ -10,6 +10,9 @@ FAMILY = 'rowsum'
 # the caching allocator hands the next call the same addresses, so the cache serves the previous
 # call's result (stale_output) first
 EXPECT = ('cheat:call_state|stale_output',)
+# the policy refuses reading ``._version`` (the search never runs it); this entry still runs, to
+# show the checks behind the policy catch it
+POLICY = "private"
 
 
 @triton.jit

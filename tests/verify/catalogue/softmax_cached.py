@@ -5,7 +5,10 @@ import triton
 import triton.language as tl
 
 FAMILY = "softmax"
-EXPECT = ("cheat:stale_output",)
+# the candidate's first, bare calls (verify.shipped_checks.bare_first) fill its cache: the guarded
+# calls after them are all hits that launch nothing; with no call before them, the second guarded
+# call returned the first's result (stale_output)
+EXPECT = ("cheat:stale_output|no_launch",)
 
 
 @triton.jit
