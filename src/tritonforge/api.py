@@ -23,6 +23,7 @@ from .store import RunStore
 from .tasks.loader import default_spec_path, task_from_file
 from .tasks.source import read_source, summarize_source
 from .tasks.tritonbench import load_tasks, split_source
+from .testgen.augment import with_generated_cases
 from .testgen.generate import TestgenOptions, generate
 from .verify.policy import check_source
 
@@ -214,7 +215,8 @@ def verify_candidate(original_path: str | Path, candidate_path: str | Path, sett
     static policy, then (in a worker) import under an integrity watch, differential
     verification on the cases (poisoning, launch/op/stream/race guards, fresh-seed re-run,
     aliasing, module state, the bare-call probe) and, on a GPU, timing followed by a bare call
-    after it. Cases come from ``spec``, else the .toml beside the original, else ``testgen``.
+    after it. Cases come from ``spec``, else the .toml beside the original, else ``testgen``;
+    generated cases join them as they join the search's (``Settings.generated_cases``).
     Raises InputError for missing files, an unusable spec, or an original that fails its cases.
     """
     original, candidate = Path(original_path), Path(candidate_path)
@@ -236,15 +238,20 @@ def verify_candidate(original_path: str | Path, candidate_path: str | Path, sett
     task = task_from_file(original, spec_path, entry)
     device = resolve_device(settings.device)
     on_gpu = device == "cuda"
-    ids = tuple(c.id for c in task.cases if on_gpu or c.role is CaseRole.CORRECTNESS) or \
-        tuple(c.id for c in task.cases)
     source = candidate.read_text(encoding="utf-8")
     policy = check_source(source, original=task.source)
     if not policy.ok:
+        ids = tuple(c.id for c in task.cases)
         reasons = tuple(RejectionReason(f"policy:{v.rule}", v.one_line()) for v in policy.violations)
         return CandidateVerdict(False, reasons, 0, ids, str(spec_path), generated, device)
     run_dir = Path(settings.run_dir) / "verify"
     with Evaluator(settings, run_dir, None, device=device) as evaluator:
+        # the generated cases the search verifies on too (Settings.generated_cases: on the GPU by
+        # default): odd sizes, large magnitudes, zeros, views, each validated on the original
+        task = with_generated_cases(task, settings, run_dir / "generated", evaluator)
+        ids = tuple(c.id for c in task.cases
+                    if on_gpu or c.role is CaseRole.CORRECTNESS or c.generated) or \
+            tuple(c.id for c in task.cases)
         evaluation = evaluator.evaluate(
             task, (original_variant(task), Variant("candidate", source, content_hash(source))),
             purpose="verify-candidate", case_ids=ids, verify=True, time=on_gpu, use_store=False)

@@ -84,3 +84,16 @@ def test_no_max_subtraction_is_caught_by_testgen_cases_alone(work, capsys):
         _verify(work, "honest_warps.py", capsys)
     code, out = _verify(work, "no_max.py", capsys, "--spec", _spec(work))
     assert code == 1, out
+
+
+def test_generated_cases_join_the_spec_s_as_in_the_search(work, capsys, monkeypatch):
+    """With generated cases on (the GPU's default; asked for here), the command verifies on
+    them too, as the search does: their ids are among the cases checked, and an honest rewrite
+    still passes them."""
+    monkeypatch.setenv("TRITONFORGE_GENERATED_CASES", "on")
+    if not Path(_spec(work)).exists():
+        _verify(work, "honest_warps.py", capsys)
+    code, out = _verify(work, "honest_warps.py", capsys, "--spec", _spec(work), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["accepted"] is True, out
+    assert any(c.startswith("gen-") for c in data["cases"]), data["cases"]
