@@ -23,7 +23,7 @@ from ..model import (
 from ..model.serialize import dumps
 from ..store import RunStore
 from ..verify.policy import check_source
-from .worker_client import CUT_REASON, Worker, trace_progress
+from .worker_client import CUT_REASON, Worker, cut_evaluation, trace_progress
 from .failures import WORKER_KILLERS
 from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
 from .hardware import resolve_device
@@ -187,12 +187,8 @@ class Evaluator:
         """The evaluation of a request the record's cap left no time to send: every variant
         SKIPPED (``CUT_REASON``), the worker untouched (killing and restarting it for each such
         request cost seconds apiece)."""
-        info = self.worker.info or DeviceInfo(self.device, self.device == "cpu")
-        reason = f"{CUT_REASON}: not started"
-        return Evaluation(request.task.name,
-                          tuple(VariantResult(v.name, v.hash, Status.SKIPPED,
-                                              Failure(Status.SKIPPED, reason))
-                                for v in request.variants), info, (reason,))
+        device = self.worker.info or DeviceInfo(self.device, self.device == "cpu")
+        return cut_evaluation(request, device, f"{CUT_REASON}: not started")
 
     def _deadline(self) -> float | None:
         """When a request sent now is killed (``monotonic()``): ``CUT_MARGIN_S`` before the

@@ -86,6 +86,15 @@ def _rss_bytes(pid: int) -> int:
         return 0
 
 
+def cut_evaluation(request: EvaluateRequest, device: DeviceInfo, reason: str) -> Evaluation:
+    """A request the record's cap cut, killed or never sent: every variant SKIPPED for
+    ``reason``, no case named."""
+    return Evaluation(request.task.name,
+                      tuple(VariantResult(v.name, v.hash, Status.SKIPPED,
+                                          Failure(Status.SKIPPED, reason))
+                            for v in request.variants), device, (reason,))
+
+
 class Worker:
     """One worker process on one device ("cuda" or "cpu" through the Triton interpreter)."""
 
@@ -256,12 +265,10 @@ class Worker:
         return f"worker exited with status {code}"
 
     def _cut(self, request: EvaluateRequest, last: Progress) -> Evaluation:
-        """A request killed at its deadline: every variant SKIPPED, no case named."""
-        reason = f"{CUT_REASON} during {last.stage} of case {last.case_id}: killed"
-        results = tuple(VariantResult(v.name, v.hash, Status.SKIPPED, Failure(Status.SKIPPED, reason))
-                        for v in request.variants)
+        """A request killed at its deadline (``cut_evaluation``)."""
         assert self.info is not None
-        return Evaluation(request.task.name, results, self.info, (reason,))
+        return cut_evaluation(request, self.info,
+                              f"{CUT_REASON} during {last.stage} of case {last.case_id}: killed")
 
     def _death(self, request: EvaluateRequest, last: Progress, status: Status, reason: str) -> Evaluation:
         culprit = last.variant or request.variants[-1].name

@@ -268,38 +268,50 @@ def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocatio
         {f"input {p}": t for p, t in pristine.items()}
 
 
-def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
-                         seed: int, make_invocation: MakeInvocation, device: str,
-                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
-    """After the timer called the candidate many times (bare, as it ships), one more bare call
-    on fresh inputs must still match the original's; None if so, else why not. The original
-    runs twice: if it differs from itself there (it races), nothing is judged. Value
-    differences count only beyond ``GROSS_NORM`` (the timer's autotuning may have picked a config
-    whose rounding verification never saw); unwritten, NaN, shape differences always count."""
-    sync = torch.cuda.synchronize if device.startswith("cuda") else None
-    ref_result, ref_args = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
+def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
+               make_invocation: MakeInvocation, device: str,
+               compare: Callable[[Any, Any, str], list[Mismatch]],
+               ref: tuple[Any, dict[str, torch.Tensor]], cand: tuple[Any, dict[str, torch.Tensor]],
+               sync: Callable[[], None] | None) -> list[Mismatch]:
+    """How a candidate's bare call (``cand``: ``bare_outputs`` on the inputs the original's
+    bare call ``ref`` had) differs from the original's: unwritten elements masked; nothing where
+    the original, run again, differs from itself (it races); value differences only beyond
+    ``GROSS_NORM`` (an autotuner may have picked a config whose rounding verification never
+    saw); unwritten, NaN, shape differences always."""
+    (ref_result, ref_args), (result, args) = ref, cand
     inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
     masks = unwritten_masks(reference, case, seed, make_invocation, device, inputs, sync)
     ref_result = masked(ref_result, masks)
     again, again_args = bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
     again = masked(again, masks)
-    if compare(ref_result, again, "return") or any(
-            compare(t, again_args[p], p) for p, t in ref_args.items() if not p.startswith("input ")):
-        return None
-    result, args = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
+    outs = [p for p in ref_args if not p.startswith("input ")]
+    if compare(ref_result, again, "return") or any(compare(ref_args[p], again_args[p], p)
+                                                   for p in outs):
+        return []
     diffs = compare(ref_result, masked(result, masks), "return")
-    for p, t in ref_args.items():
-        if not p.startswith("input ") and p in args:
-            diffs.extend(compare(t, args[p], p))
-    # the timer may have autotuned another config than verification saw: rounding differences
-    # up to what counts as rounding at all (verify.config_variation) are not held against it here
-    diffs = [m for m in diffs if m.kind not in ("value", "norm")
-             or (m.rel_norm_err or 0.0) > GROSS_NORM]
+    for p in outs:
+        if p in args:
+            diffs.extend(compare(ref_args[p], args[p], p))
+    return [m for m in diffs if m.kind not in ("value", "norm")
+            or (m.rel_norm_err or 0.0) > GROSS_NORM]
+
+
+def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
+                         seed: int, make_invocation: MakeInvocation, device: str,
+                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
+    """After the timer called the candidate many times (bare, as it ships), one more bare call
+    on fresh inputs must still match the original's (``bare_diffs``); None if so, else why
+    not."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
+    inputs = {p[len("input "):]: t for p, t in ref[1].items() if p.startswith("input ")}
+    cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
+    diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync)
     if not diffs:
         return None
     return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
             f"from the original's: {diffs[0].output}: {diffs[0].message}")
 
 
-__all__ = ["ProbePlan", "ProbeRun", "bare_outputs", "compare_probe", "disagrees_with_itself",
-           "masked", "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]
+__all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
+           "disagrees_with_itself", "masked", "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]

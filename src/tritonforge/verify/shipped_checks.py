@@ -21,9 +21,8 @@ from .census import PROFILER_PLUMBING, foreign_kernels
 from .integrity import integrity_snapshot
 from .kinds import CheatKind
 from .runner import Run
-from .config_variation import GROSS_NORM
 from .shipped import (
-    bare_outputs, compare_probe, disagrees_with_itself, masked, plan_probe, run_probe,
+    bare_diffs, bare_outputs, compare_probe, disagrees_with_itself, masked, plan_probe, run_probe,
     unwritten_masks,
 )
 
@@ -80,9 +79,9 @@ class ShippedChecks:
     def bare_first(self, cases: Sequence[Case], nonce: int, seed: int) -> str | None:
         """The candidate's FIRST calls of the verification, bare (no poisoned outputs, no
         recorder), on up to ``BARE_FIRST_CASES`` correctness cases against the original's bare
-        calls (judged as ``verify.shipped.shipped_after_timing`` judges): None if they match,
-        else why not. Made before any guarded call, since a candidate can see the guards (a poisoned ``torch.empty`` reads
-        back its pattern) and latch into honest behaviour for the rest of the process: such a
+        calls (judged by ``verify.shipped.bare_diffs``): None if they match, else why not.
+        Made before any guarded call, since a candidate can see the guards (a poisoned
+        ``torch.empty`` reads back its pattern) and latch into honest behaviour for the rest of the process: such a
         candidate passed every guarded check and the later bare probe, and returned its input
         unchanged in a process with no verifier (a red-team attack on the CPU interpreter,
         2026-11-26). ``verify`` holds what this returns against the candidate only when every
@@ -108,42 +107,18 @@ class ShippedChecks:
             except Exception as exc:  # noqa: BLE001 - raising only when unwatched is the cheat's
                 return (f"the first calls, bare, on case {case.id} seed {seed} raised "
                         f"{type(exc).__name__}: {str(exc)[:200]}")
-            runs.append((case, ref_result, ref_args, inputs, result, args))
-        for case, ref_result, ref_args, inputs, result, args in runs:
-            why = self._bare_differs(case, seed, ref_result, ref_args, inputs, result, args, sync)
-            if why:
-                return why
+            runs.append((case, (ref_result, ref_args), (result, args)))
+        for case, ref, cand in runs:
+            try:
+                diffs = bare_diffs(self.reference, case, seed, self.make_invocation, self.device,
+                                   lambda a, b, path, c=case: self.compare(a, b, c, seed, path),
+                                   ref, cand, sync)
+            except Exception:  # noqa: BLE001 - the original failing here: nothing judged
+                continue
+            if diffs:
+                return (f"the first calls, bare, on case {case.id} seed {seed} differ from the "
+                        f"original's: {diffs[0].output}: {diffs[0].message}")
         return None
-
-    def _bare_differs(self, case: Case, seed: int, ref_result: Any, ref_args: dict,
-                      inputs: dict, result: Any, args: dict, sync: Any) -> str | None:
-        """How a bare candidate call differs from the original's on (case, seed), judged as
-        ``verify.shipped.shipped_after_timing`` judges: unwritten elements masked, nothing
-        judged where the original differs from itself, value differences only past
-        ``GROSS_NORM``. None: no difference."""
-        try:
-            masks = unwritten_masks(self.reference, case, seed, self.make_invocation, self.device,
-                                    inputs, sync)
-            again, again_args = bare_outputs(self.reference, case, seed, self.make_invocation,
-                                             self.device, inputs, sync)
-        except Exception:  # noqa: BLE001 - the original failing here: nothing judged
-            return None
-        compare = lambda a, b, path: self.compare(a, b, case, seed, path)  # noqa: E731
-        ref_result, again = masked(ref_result, masks), masked(again, masks)
-        outs = [p for p in ref_args if not p.startswith("input ")]
-        if compare(ref_result, again, "return") or any(compare(ref_args[p], again_args[p], p)
-                                                       for p in outs):
-            return None                 # the original differs from itself: nothing judged
-        diffs = compare(ref_result, masked(result, masks), "return")
-        for p in outs:
-            if p in args:
-                diffs.extend(compare(ref_args[p], args[p], p))
-        diffs = [m for m in diffs if m.kind not in ("value", "norm")
-                 or (m.rel_norm_err or 0.0) > GROSS_NORM]
-        if not diffs:
-            return None
-        return (f"the first calls, bare, on case {case.id} seed {seed} differ from the "
-                f"original's: {diffs[0].output}: {diffs[0].message}")
 
     # ------------------------------------------------------------------ bare-call probe
     def probe(self, cases: Sequence[Case], nonce: int, seed: int) -> None:
