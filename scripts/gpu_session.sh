@@ -248,6 +248,7 @@ for step in "$@"; do
       timeout "$(left)" python3 -m tritonforge bench isolation --device cuda --run-dir .gpu-store/isolation \
         --names "${NAMES:-add_example,softmax_triton2,matmul_triton1,layer_norm_triton,rotary_emb}" \
         --gpus "${GPUS:-0,1}" --out "$OUT/isolation.json" 2>&1 | tee "$OUT/isolation.log" | tail -40
+      cp "$OUT/isolation.json" "$OUT/isolation.log" "$FINAL_OUT/" 2>/dev/null || true
       ;;
     *) log "unknown step $step";;
   esac
