@@ -109,15 +109,14 @@ def _in_background(task: Task, *args) -> Future:
 
 def _abandon(pending: Future | None, maker: Evaluator) -> None:
     """The record is over: generated cases still being made can no longer judge anything, so
-    their worker (``maker``, the pool's last) is killed rather than waited for; it starts again
+    their worker's request (``maker``, the pool's last) is cut rather than waited for; it starts again
     on its next request, and the background generation ends with a note. On an H100 pass
     (2026-11-26) a record whose original ran out of host memory in its baseline at 60 s waited
     for its generated cases until 193 s, 1.6x its budget. Its later requests come back unsent:
     on two H200s (2026-11-26, 20 s a record) a record whose baseline was cut at its 25 s cap
     ended at 114 s, the generation's requests running on uncapped after the record's end."""
     if pending is not None and not pending.done():
-        maker.time_left = lambda: 0.0   # what it still asks comes back unsent (runtime.evaluator)
-        maker.worker.kill()
+        maker.abandon()     # unsent from now, the request in flight cut (runtime.evaluator)
 
 
 def _settled(pending: Future | None, task: Task) -> Augmented:

@@ -122,3 +122,116 @@ def test_a_request_past_its_deadline_is_cut_not_judged(worker):
         assert r.failure.case_id is None
     _still_works(worker)
     assert not worker.cut
+
+
+def test_an_interrupt_from_another_thread_cuts_the_request_in_flight(worker):
+    """A record that ends early cuts what its workers still run (``Worker.interrupt``, through
+    ``Evaluator.abandon``): the hung candidate's request comes back cut within seconds though it
+    has no deadline, and an interrupt of the idle worker afterwards changes nothing."""
+    import threading
+    import time
+
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    hang = SRC.replace("    y = torch.empty_like(x)", "    while True:\n        pass")
+    timer = threading.Timer(1.5, worker.interrupt)
+    start = time.monotonic()
+    timer.start()
+    ev = worker.evaluate(EvaluateRequest(TASK, (_v("original", SRC), _v("hangs", hang)),
+                                         verify=False, time=False))
+    assert time.monotonic() - start < 10
+    assert worker.cut and all(CUT_REASON in r.failure.reason for r in ev.results)
+    worker.interrupt()              # idle: nothing in flight to cut
+    _still_works(worker)
+    assert not worker.cut
+
+
+def test_a_worker_chattering_progress_still_meets_its_deadline(tmp_path):
+    """The deadline and the memory limit are checked after every message, not only when the
+    worker is quiet for a poll: a stream of progress messages faster than the poll cannot carry
+    a request past its deadline."""
+    import os
+    import subprocess
+    import threading
+    import time
+
+    from tritonforge.model import DeviceInfo
+    from tritonforge.runtime.protocol import Progress, send
+
+    w = Worker("cpu", tmp_path / "w", timeout_s=60)
+    w.process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    w.info = DeviceInfo("cpu", True)
+    to_parent_r, to_parent_w = os.pipe()
+    from_parent_r, from_parent_w = os.pipe()
+    w._from_child, w._to_child = to_parent_r, from_parent_w
+    stop = threading.Event()
+
+    def chatter():          # 8 s at most: without the fix the test fails, it does not hang
+        i, end = 0, time.monotonic() + 8
+        while not stop.is_set() and time.monotonic() < end:
+            try:
+                send(to_parent_w, Progress("verify", "candidate", f"c{i % 7}"))
+            except OSError:
+                return
+            i += 1
+            time.sleep(0.02)
+
+    drain = threading.Thread(target=lambda: [os.read(from_parent_r, 1 << 16)], daemon=True)
+    drain.start()
+    talker = threading.Thread(target=chatter, daemon=True)
+    talker.start()
+    start = time.monotonic()
+    try:
+        ev = w.evaluate(EvaluateRequest(TASK, (_v("original", SRC),), verify=False, time=False),
+                        deadline=start + 1.0)
+        assert time.monotonic() - start < 5
+        assert w.cut and ev.results[0].status is Status.SKIPPED
+    finally:
+        stop.set()
+        w.kill()
+        for fd in (to_parent_w, from_parent_r):
+            os.close(fd)
+
+
+def test_a_killed_worker_slow_to_exit_is_reaped_in_the_background(tmp_path, monkeypatch):
+    """``Worker.kill`` waits ``KILL_WAIT_S`` at most for the process to exit, then leaves it to a
+    reaper thread, which ``wait_for_dying`` joins (a lane does, between records)."""
+    import subprocess
+    import threading
+    import time
+
+    import tritonforge.runtime.worker_client as wc
+
+    monkeypatch.setattr(wc, "KILL_WAIT_S", 0.2)
+
+    class SlowToExit:
+        """A killed process whose teardown takes 1.5 s (as one holding many GiB can)."""
+        pid, returncode = 2**22 + 7, None
+
+        def __init__(self):
+            self.killed = threading.Event()
+
+        def poll(self):
+            return self.returncode
+
+        def kill(self):
+            self.killed.set()
+
+        def wait(self, timeout=None):
+            if timeout is not None and timeout < 1.5:
+                time.sleep(timeout)
+                raise subprocess.TimeoutExpired("worker", timeout)
+            time.sleep(1.5)
+            self.returncode = -9
+            return -9
+
+    w = Worker("cpu", tmp_path / "w")
+    w.process = proc = SlowToExit()
+    start = time.monotonic()
+    w.kill()
+    assert proc.killed.is_set()
+    assert time.monotonic() - start < wc.KILL_WAIT_S + 1     # the caller did not wait it out
+    assert proc.returncode is None
+    dying, waited = wc.wait_for_dying(10.0)
+    assert dying == 1 and 0.5 < waited < 10 and proc.returncode == -9
+    assert wc.wait_for_dying(1.0)[0] == 0          # nothing left to wait for

@@ -33,6 +33,12 @@ class Proposes:
 class Spare:
     def __init__(self, log, gate=None):
         self.log, self.gate = log, gate
+        self.abandoned = 0
+
+    def abandon(self):              # Evaluator.abandon: the request in flight is cut
+        self.abandoned += 1
+        if self.gate is not None:
+            self.gate.set()
 
     def compile_ahead(self, task, variants, case_ids=None):
         if self.gate is not None:
@@ -68,6 +74,20 @@ def test_stopping_waits_for_the_request_in_flight_and_sends_no_more():
     assert ahead.stop().compiled == 1
 
 
+def test_abandoning_cuts_the_request_in_flight_instead_of_waiting():
+    """A record over before round 1 (its baseline cut at the cap) does not wait for compile
+    requests still building a case's inputs: the evaluators with one in flight are abandoned,
+    the idle ones are not touched."""
+    log, gate = [], threading.Event()
+    busy, idle = Spare(log, gate), Spare(log)
+    ahead = CompileAhead([busy, idle], TASK, ORIGINAL, [Proposes(1)], 1,
+                         HardwareInfo("cuda", False))
+    ahead.start()
+    report = ahead.stop(abandon=True)
+    assert busy.abandoned == 1 and idle.abandoned == 0
+    assert report.proposed == 1 and len(log) == 1
+
+
 def test_no_spare_worker_or_no_ahead_proposer_compiles_nothing():
     from tritonforge.search.loop import Optimizer
 
@@ -83,7 +103,7 @@ def test_no_spare_worker_or_no_ahead_proposer_compiles_nothing():
 def test_compile_ahead_never_imports_a_source_the_policy_refuses(tmp_path):
     ev = Evaluator(Settings(device="cpu"), tmp_path / "w", None, device="cpu")
     sent = []
-    ev.worker = SimpleNamespace(evaluate=lambda request: sent.append(request) or "done")
+    ev.worker = SimpleNamespace(evaluate=lambda request, deadline=None: sent.append(request) or "done")
     from tritonforge.model import Variant
     bad = Variant("candidate", "import os\nos.system('true')\n", "h1")
     assert ev.compile_ahead(TASK, (Variant("original", ORIGINAL.source, ORIGINAL.hash), bad)) is None
@@ -91,6 +111,21 @@ def test_compile_ahead_never_imports_a_source_the_policy_refuses(tmp_path):
     good = Variant("candidate", "x = 2\n", "h2")
     assert ev.compile_ahead(TASK, (Variant("original", ORIGINAL.source, ORIGINAL.hash), good)) == "done"
     assert sent[0].compile_only and not sent[0].verify and not sent[0].time
+
+
+def test_compile_ahead_is_cut_at_the_records_cap(tmp_path):
+    """Like every request of a record: sent with the cap's deadline, and never sent once no
+    time is left (on two H200s one held its record 90 s past its cap, uncapped)."""
+    from tritonforge.model import Variant
+
+    ev = Evaluator(Settings(device="cpu"), tmp_path / "w", None, device="cpu")
+    sent = []
+    ev.worker = SimpleNamespace(evaluate=lambda request, deadline=None: sent.append(deadline) or "done")
+    pair = (Variant("original", ORIGINAL.source, ORIGINAL.hash), Variant("candidate", "x = 2\n", "h2"))
+    ev.time_left = lambda: 0.0
+    assert ev.compile_ahead(TASK, pair) is None and sent == []
+    ev.time_left = lambda: 60.0
+    assert ev.compile_ahead(TASK, pair) == "done" and sent[0] is not None
 
 
 def test_the_worker_making_late_cases_is_not_a_spare_one(monkeypatch):

@@ -49,16 +49,16 @@ def test_with_one_worker_they_are_made_first(sin_task, tmp_path, monkeypatch):
     assert "cases" not in [p.name for p in result.phases]
 
 
-def test_a_record_that_ends_early_kills_the_generation_instead_of_waiting(sin_task, tmp_path,
-                                                                         monkeypatch):
-    """The original fails its baseline while its cases are still being made: their worker is
-    killed, the record ends at once, and the next request starts the worker again."""
+def test_a_record_that_ends_early_cuts_the_generation_instead_of_waiting(sin_task, tmp_path,
+                                                                        monkeypatch):
+    """The original fails its baseline while its cases are still being made: their worker's
+    request in flight is cut (``Worker.interrupt``), and the record ends at once."""
     killed = threading.Event()
 
     def slow_generation(task, settings, work_dir, evaluator, progress, budget_s):
         if not killed.wait(60):                 # made only when nobody gives up on them
             return Augmented(task, ())
-        raise RuntimeError("worker killed")
+        raise RuntimeError("request cut")
 
     monkeypatch.setattr(compose, "generated_cases", slow_generation)
     source = sin_task.source.replace("def sin_triton(", "def sin_triton(*_a, **_k):\n"
@@ -69,8 +69,8 @@ def test_a_record_that_ends_early_kills_the_generation_instead_of_waiting(sin_ta
     with RunStore(tmp_path / "store.sqlite") as store, \
             OptimizeSession(settings, store, SessionOptions(jobs=2), device="cpu") as session:
         last = session.evaluators[-1].worker
-        kill = last.kill
-        monkeypatch.setattr(last, "kill", lambda: (killed.set(), kill()))
+        interrupt = last.interrupt
+        monkeypatch.setattr(last, "interrupt", lambda: (killed.set(), interrupt()))
         result = session.optimize(broken, 600.0)
     assert killed.is_set()
     assert result.stop_reason.startswith("no case left that the original runs")
@@ -105,8 +105,8 @@ def test_an_abandoned_generation_s_later_requests_come_back_unsent(sin_task, tmp
     with RunStore(tmp_path / "store.sqlite") as store, \
             OptimizeSession(settings, store, SessionOptions(jobs=2), device="cpu") as session:
         last = session.evaluators[-1]
-        kill = last.worker.kill
-        monkeypatch.setattr(last.worker, "kill", lambda: (killed.set(), kill()))
+        interrupt = last.worker.interrupt
+        monkeypatch.setattr(last.worker, "interrupt", lambda: (killed.set(), interrupt()))
         result = session.optimize(broken, 600.0)
         assert last.time_left is None
     assert len(asked) == 3

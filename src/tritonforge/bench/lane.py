@@ -24,6 +24,7 @@ from pathlib import Path
 from ..compose import OptimizeSession, SessionOptions
 from ..config import Settings
 from ..model.serialize import from_jsonable, to_jsonable
+from ..runtime.worker_client import wait_for_dying
 from ..search import loop  # noqa: F401 - registers OptimizeResult for from_jsonable
 from ..store import RunStore
 from ..tasks.loader import task_from_file
@@ -35,6 +36,12 @@ from .records import RecordRef
 log = logging.getLogger(__name__)
 
 REPLY_MARK = "@@tritonforge-lane "
+
+# before a record starts, its lane waits this long at most for workers killed in the record before
+# to exit (``runtime.worker_client.KILL_WAIT_S``): the new record's workers would otherwise start
+# beside the GiBs of a process still being torn down. The wait is between records, in no record's
+# wall, and in the pass's.
+DYING_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,10 @@ class Lane:
 
     def run(self, ref: RecordRef, redo: bool = False) -> LaneReply:
         """Optimize ``ref`` within the per-kernel budget; errors come back as a reply."""
+        dying, waited = wait_for_dying(DYING_WAIT_S)
+        if dying:
+            self.say(f"waited {waited:.0f} s for {dying} killed worker(s) of the record before "
+                     f"to exit before {ref.name}")
         t0 = time.perf_counter()
         _test_hook(ref.name)
         try:

@@ -210,7 +210,8 @@ class Evaluator:
         cache, shared by every worker of the host, keeps them for the requests that follow: the
         search compiles its likely first candidates on spare workers while the timing worker runs
         the original's baseline and profile (``search.ahead``). Variants the static policy
-        refuses are never imported. None when no candidate is left to compile."""
+        refuses are never imported. None when no candidate is left to compile or no time is
+        left (``time_left``): cut at the record's cap like any other request."""
         rejected = self._policy_rejections(task, variants[1:])
         kept = tuple(v for v in variants if v.name not in rejected)
         if len(kept) < 2:
@@ -218,8 +219,20 @@ class Evaluator:
         request = EvaluateRequest(task, kept, case_ids, verify=False, time=False,
                                   timing=timing_plan(self.settings), run_cases=True,
                                   keep_going=True, compile_only=True)
+        deadline = self._deadline()
+        if deadline is not None and deadline <= monotonic():
+            return None                     # no time left: nothing compiled, nothing sent
         trace_progress(request, "compile ahead (no GPU lock)")
-        return self.worker.evaluate(request)
+        return self.worker.evaluate(request, deadline)
+
+    def abandon(self) -> None:
+        """The record is over (thread-safe): what this evaluator is still asked comes back
+        unsent, and its request in flight is cut within a poll (``Worker.interrupt``). A
+        compile-ahead request builds the case's inputs: on two H200s (2026-11-26, 20 s a record)
+        one of attention_fwd_triton1, whose inputs need over 24 GiB, held its record to 111 s
+        after the record's baseline was cut at 22 s, waited for and uncapped."""
+        self.time_left = lambda: 0.0
+        self.worker.interrupt()
 
     def _compile_first(self, request: EvaluateRequest, purpose: str) -> dict[str, Failure]:
         """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU

@@ -9,6 +9,7 @@ A candidate can crash the CUDA context, hang, or eat memory. The worker runs in 
 - a sticky CUDA error reported by itself  -> it exits; the next request starts a new worker
 - the request's ``deadline`` passes        -> killed: every variant SKIPPED (``CUT_REASON``), the
                                              request cut, not judged (``Worker.cut``)
+- ``interrupt()`` from another thread      -> the same, within a poll (the record is over)
 
 The variant that was in flight (from the worker's progress messages) gets the failure; the others
 in the same request are marked SKIPPED. The driver itself never dies of a candidate.
@@ -22,6 +23,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +39,41 @@ PROGRESS_LOG_ENV = env_name("progress_log")          # Settings.progress_log
 # a request killed at its deadline: the record's time ran out, nothing was judged (no case_id,
 # so nothing reads it as a case the original breaks)
 CUT_REASON = "the record's time cap was reached"
+
+# how long ``Worker.kill`` waits for the killed process to exit before a reaper thread takes over:
+# the process group is SIGKILLed, so it does exit, but a process holding many GiB of host and GPU
+# memory can take longer to be torn down, and the caller (a record at its cap) must not wait
+KILL_WAIT_S = 5.0
+
+_dying: set[threading.Thread] = set()
+_dying_lock = threading.Lock()
+
+
+def _reap_later(process: subprocess.Popen) -> None:
+    """Wait for a killed ``process`` in a daemon thread (``wait_for_dying`` joins them)."""
+    def reap() -> None:
+        try:
+            process.wait()
+        finally:
+            with _dying_lock:
+                _dying.discard(threading.current_thread())
+
+    thread = threading.Thread(target=reap, name=f"reap {process.pid}", daemon=True)
+    with _dying_lock:
+        _dying.add(thread)
+    thread.start()
+
+
+def wait_for_dying(timeout_s: float) -> tuple[int, float]:
+    """Wait up to ``timeout_s`` for killed workers still exiting (``KILL_WAIT_S``); returns
+    (how many were still exiting, seconds waited). A pass waits between records so that the next
+    record does not start beside a dying process's memory."""
+    start = time.monotonic()
+    with _dying_lock:
+        threads = list(_dying)
+    for t in threads:
+        t.join(max(0.0, timeout_s - (time.monotonic() - start)))
+    return len(threads), time.monotonic() - start
 
 
 def trace_progress(request: EvaluateRequest, message: Progress | str, path: str | None = None,
@@ -114,6 +151,9 @@ class Worker:
         self._to_child = self._from_child = -1
         self.restarts = 0
         self.cut = False        # the last request was killed at its deadline
+        self._state = threading.Lock()
+        self._in_flight = False
+        self._interrupted = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -161,7 +201,12 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.process.kill()
-            self.process.wait()
+            try:
+                self.process.wait(timeout=KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                log.info("worker %s still exiting %.0f s after SIGKILL: reaped in the background",
+                         self.process.pid, KILL_WAIT_S)
+                _reap_later(self.process)
         for fd in (self._to_child, self._from_child):
             if fd >= 0:
                 try:
@@ -199,10 +244,30 @@ class Worker:
             return None
         return receive(self._from_child)
 
+    def interrupt(self) -> None:
+        """Cut the request in flight, if any, as if its deadline had passed (thread-safe: the
+        thread that sent it kills the worker within a poll of ``evaluate``). Nothing happens to
+        an idle worker: a later request runs as usual."""
+        with self._state:
+            if self._in_flight:
+                self._interrupted.set()
+
     def evaluate(self, request: EvaluateRequest, deadline: float | None = None) -> Evaluation:
         """Evaluate ``request``; a dying or hanging worker becomes failures, never an exception.
-        ``deadline`` (``time.monotonic()``): a request still running then is killed and every
-        variant SKIPPED (``CUT_REASON``); ``self.cut`` says so afterwards."""
+        ``deadline`` (``time.monotonic()``): a request still running then (or when another thread
+        calls ``interrupt``) is killed and every variant SKIPPED (``CUT_REASON``); ``self.cut``
+        says so afterwards."""
+        with self._state:
+            self._interrupted.clear()
+            self._in_flight = True
+        try:
+            return self._evaluate(request, deadline)
+        finally:
+            with self._state:
+                self._in_flight = False
+                self._interrupted.clear()
+
+    def _evaluate(self, request: EvaluateRequest, deadline: float | None) -> Evaluation:
         self.cut = False
         if not self.alive():
             if self.process is not None:
@@ -214,7 +279,7 @@ class Worker:
         worker = self.process.pid if self.process is not None else None
         trace_progress(request, "sent", trace, worker)
         last = Progress("start")
-        last_time = time.monotonic()
+        last_time = checked = time.monotonic()
         while True:
             ready, _, _ = select.select([self._from_child], [], [], 0.25)
             now = time.monotonic()
@@ -223,18 +288,18 @@ class Worker:
                 if message is None:
                     return self._death(request, last, Status.CRASH, self._exit_reason())
                 last_time = now
-                if isinstance(message, Progress):
-                    if message != last:
-                        trace_progress(request, message, trace, worker)
-                    last = message
-                    continue
                 if isinstance(message, Done):
                     trace_progress(request, "done", trace, worker)
                     if message.context_broken:
                         self.kill()
                     return message.evaluation
-                continue
-            if deadline is not None and now >= deadline:
+                if isinstance(message, Progress):
+                    if message != last:
+                        trace_progress(request, message, trace, worker)
+                    last = message
+            # checked after every message too: a worker sending progress more often than the
+            # poll would otherwise never meet its deadline or its memory limit
+            if deadline is not None and now >= deadline or self._interrupted.is_set():
                 trace_progress(request, f"{CUT_REASON}: killed", trace, worker)
                 self.kill()
                 self.cut = True
@@ -246,6 +311,9 @@ class Worker:
                 return self._death(request, last, Status.TIMEOUT,
                                    f"no progress for {self.timeout_s:.0f} s during "
                                    f"{last.stage} of case {last.case_id}: killed")
+            if now - checked < 0.25:
+                continue
+            checked = now
             if self.process is not None and _rss_bytes(self.process.pid) > self.memory_limit:
                 self.kill()
                 return self._death(request, last, Status.OOM,

@@ -13,6 +13,9 @@ side by side, each a process of its own on the host's cores. Triton's on-disk ca
 the host's workers, so round 1's verification finds the configs it proposes again compiled. It
 stops (after the request in flight) when round 1 needs the workers. Nothing it does is a result:
 a candidate that fails to compile here is proposed, verified and reported by round 1 as usual.
+Its requests are cut at the record's cap like every other, and a record that ends before round 1
+cuts those in flight: a compile-only request still builds the case's inputs, which can take
+minutes.
 
 Not measured on a GPU yet: a compile-only request builds its inputs on the GPU beside the
 baseline's timing (whose times only choose cases) and the profile (advice).
@@ -103,9 +106,15 @@ class CompileAhead:
                 with self._lock:
                     self._compiled += 1
 
-    def stop(self) -> AheadReport:
-        """No new compile request; wait for those in flight (the workers are round 1's next)."""
+    def stop(self, abandon: bool = False) -> AheadReport:
+        """No new compile request; wait for those in flight (the workers are round 1's next,
+        and each request is cut at the record's cap), or, ``abandon`` (the record is over before
+        round 1: its baseline cut or failing), cut them first (``Evaluator.abandon``)."""
         self._stop.set()
+        if abandon:
+            for ev, t in zip(self.spare, self._threads):
+                if t.is_alive():
+                    ev.abandon()
         for t in self._threads:
             t.join()
         seconds = time.perf_counter() - self._start if self._start else 0.0

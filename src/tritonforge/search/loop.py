@@ -225,7 +225,7 @@ class Optimizer:
                                   start, blocked0)
         finally:
             if ahead is not None:
-                ahead.stop()
+                ahead.stop(abandon=True)    # stopped already unless the record ended early
             for ev in self.evaluators:
                 ev.time_left = None
 
