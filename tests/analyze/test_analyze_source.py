@@ -287,3 +287,47 @@ def test_a_constexpr_stride_that_multiplies_the_program_id_is_no_tile():
     k = analyze_source(STRIDED).kernel("strided_copy")
     assert {t.name for t in k.tiled_constexprs} == {"STRIDE", "BLOCK"}   # both multiply pid
     assert k.block_constexprs == ("BLOCK",)           # only BLOCK sizes an arange: a tile
+
+
+HELPER_DOT = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mma(a, b, acc):
+    return acc + tl.dot(a, b)
+
+
+@triton.jit
+def _step(a, b, acc):
+    return _mma(a, b, acc)
+
+
+@triton.jit
+def _scale(x):
+    return x * 2
+
+
+@triton.jit
+def outer(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + offs[:, None] * BLOCK + offs[None, :])
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    acc = _step(a, a, acc)
+    tl.store(x_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+@triton.jit
+def plain(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, _scale(tl.load(x_ptr + offs)))
+'''
+
+
+def test_a_dot_in_a_jit_helper_counts_for_the_kernel_that_calls_it():
+    """Attention kernels keep their tl.dot loop in a jit helper: the kernel calling it (at any
+    depth) uses a dot, and one calling only dot-free helpers does not."""
+    a = analyze_source(HELPER_DOT)
+    assert a.kernel("_mma").uses_dot and a.kernel("_step").uses_dot
+    assert a.kernel("outer").uses_dot
+    assert not a.kernel("plain").uses_dot and not a.kernel("_scale").uses_dot

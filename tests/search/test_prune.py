@@ -180,3 +180,23 @@ def test_the_loop_records_pruned_candidates_in_its_history(task, tmp_path):
     assert entry.description == "tiles 256x256x128" and "shared memory" in entry.reason
     assert result.stop_reason == "no new candidates"
     assert any(n.startswith("pruned tiles 256x256x128") for n in result.notes)
+
+
+def test_a_dot_in_a_helper_keeps_the_rules_at_four_warps_or_more(tmp_path):
+    """The kernel's tl.dot moved into a jit helper (as attention kernels keep their inner loop):
+    the rules still never offer it fewer than 4 warps (attn_fwd_causal's num_warps 8 -> 1 ran one
+    case for 55 s on an H100)."""
+    helper = MATMUL.replace("@triton.jit\ndef matmul_kernel", "@triton.jit\ndef _mma(a, b, acc):\n"
+                            "    return acc + tl.dot(a, b)\n\n\n@triton.jit\ndef matmul_kernel")
+    helper = helper.replace("acc += tl.dot(a, b)", "acc = _mma(a, b, acc)")
+    source = config(128, 128, 64, warps=8, stages=4, source=helper)
+    assert "_mma(a, b, acc)" in source and source.count("tl.dot") == 1
+    (tmp_path / "mm.py").write_text(source)
+    (tmp_path / "mm.toml").write_text(SPEC)
+    task = task_from_file(tmp_path / "mm.py", tmp_path / "mm.toml")
+    ctx = ProposalContext(task, Candidate(source, "original"), 1, HardwareInfo("cpu", True), budget=40)
+    proposer = RuleProposer()
+    offered = {c.description for c in proposer.propose(ctx)}
+    offered |= {p.description for p in proposer.take_pruned()}
+    assert any(d.startswith("num_warps 8 -> ") for d in offered)
+    assert not {"num_warps 8 -> 2 at launch 0", "num_warps 8 -> 1 at launch 0"} & offered

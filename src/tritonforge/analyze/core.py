@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import logging
+from dataclasses import replace
 
 from ..errors import SourceFileError
 from ..model import content_hash
@@ -51,6 +52,27 @@ def _entry_candidates(tree: ast.Module, launching: set[str], kernels: set[str]) 
     return tuple(n.name for n in tops if n.name in reach and not n.name.startswith("test"))
 
 
+def _dot_through_helpers(kernels: list[KernelInfo], fns: list[ast.AST]) -> list[KernelInfo]:
+    """``uses_dot`` also where the ``tl.dot`` is in a ``@triton.jit`` helper the kernel calls,
+    at any depth: attention kernels keep their loop in an ``_attn_fwd_inner``. Read from the
+    kernel alone, attn_fwd_causal's ``_attn_fwd`` had no dot, and the rules proposed num_warps
+    8 -> 1, whose 128-row tile ran one case for 55 s before the record's cap cut it (H100,
+    2026-11-26); a kernel with a dot keeps 4 warps or more (``search.rules``)."""
+    names = {k.name for k in kernels}
+    calls = {fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Name) and n.func.id in names}
+             for fn in fns if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    dot = {k.name for k in kernels if k.uses_dot}
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name not in dot and callees & dot:
+                dot.add(name)
+                changed = True
+    return [replace(k, uses_dot=True) if k.name in dot and not k.uses_dot else k for k in kernels]
+
+
 def analyze_source(source: str, filename: str = "<source>") -> SourceAnalysis:
     """Statically analyze a kernel file; raise SourceFileError when it is not valid Python.
 
@@ -70,8 +92,10 @@ def analyze_source(source: str, filename: str = "<source>") -> SourceAnalysis:
     module_assigns = {name: entries[-1][1] for name, entries in module_scope.assigns.items()
                       if entries[-1][1] is not None}
     kernels: list[KernelInfo] = []
-    for fn, nested in _kernel_defs(tree):
+    defs = _kernel_defs(tree)
+    for fn, nested in defs:
         kernels.append(analyze_kernel(fn, text, module_assigns, nested=nested))
+    kernels = _dot_through_helpers(kernels, [fn for fn, _ in defs])
     by_name: dict[str, KernelInfo] = {}
     notes = []
     for k in kernels:
