@@ -92,6 +92,30 @@ def test_candidate_errors_raise_by_default_and_become_failures_on_request():
     assert reasons(verdict) == ("error:runtime_error",)
 
 
+def test_an_error_raised_outside_a_runs_capture_names_its_case(monkeypatch):
+    """A sticky CUDA error surfaces at the next call into CUDA, which can be the seeding before
+    the original's next run, outside the run's own capture of errors: the exception still names
+    the case and seed it surfaced on (``tritonforge_where``), so the search can run the original
+    alone there (search.stages) instead of blaming every candidate with no case."""
+    import tritonforge.verify.differential as differential
+
+    reference = module(f=kernels.add_one)
+    real = differential.run_variant
+
+    def sticky_before_the_original_on_b(variant_module, case, *args, **kwargs):
+        if variant_module is reference and case.id == "b":
+            raise RuntimeError("CUDA error: operation not supported on global/shared address space")
+        return real(variant_module, case, *args, **kwargs)
+
+    monkeypatch.setattr(differential, "run_variant", sticky_before_the_original_on_b)
+    cases = [spec_case("a", "f", T(10)), spec_case("b", "f", T(12))]
+    with pytest.raises(RuntimeError, match="global/shared") as raised:
+        verify(reference, module(f=kernels.add_one), cases, build,
+               options=VerifyOptions(nonce=7, shipped_check=False))
+    case_id, seed = raised.value.tritonforge_where
+    assert case_id == "b" and seed is not None
+
+
 def test_the_original_failing_is_not_the_candidates_fault():
     def broken(x):
         raise ValueError("bad case")
