@@ -5,8 +5,9 @@
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
 # Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
-#   scaling: NAMES (default the first 12 of pass-order.txt) on GPU 0, then on GPUs 0,1, at
-#   SCALING_S seconds a record (default 20: both runs in one call); scaling.md compares them
+#   scaling: NAMES (default the first 12 of pass-order.txt) on one GPU and on two, at SCALING_S
+#   seconds a record (default 20), side by side on a host of 3+ GPUs (GPU 0; GPUs 1,2), else one
+#   after the other (GPU 0; GPUs 0,1); scaling.md compares them
 #   pass: one optimization pass, resumable call after call from PASS_DIR/records.jsonl (see the step)
 #   PASS_DIR     where records.jsonl, LATEST.json and PASS.md live (default bench/results)
 #   PASS_NAMES_FILE  the pass's records (default bench/results/pass-order.txt: every runnable
@@ -214,30 +215,43 @@ for step in "$@"; do
       cp "$PASS_DIR/records.jsonl" "$PASS_DIR/LATEST.json" "$PASS_DIR/PASS.md" "$FINAL_OUT/" 2>/dev/null || true
       ;;
     scaling)
-      # issue 30: the same records on one GPU, then on two (fresh records files, so neither run
-      # resumes the other); scripts/scaling_compare.py puts them side by side
-      # SCALING_RUNS: which runs this call makes ("0 0,1": both, the default; "0" or "0,1": one
-      # each call, when both do not fit one: 12 records at 20 s took ~35 s each on one H200).
+      # issue 30: the same records on one GPU and on two (fresh records files, so neither run
+      # resumes the other); scripts/scaling_compare.py puts them side by side.
+      # On a host of three GPUs or more the two runs go side by side, on GPU 0 and on GPUs 1,2
+      # (the isolation check's premise: a GPU's work does not disturb another's timing), so both
+      # fit one call; on two GPUs one after the other. SCALING_RUNS: which runs this call makes
+      # ("0 0,1": both, the default; "0" or "0,1": one each call, when both do not fit one).
       # Each run's --out JSON and records come back in $OUT (scaling-1gpu.json, ...records.jsonl)
       export TRITONFORGE_HOST_MEMORY_LIMIT_GB="${TRITONFORGE_HOST_MEMORY_LIMIT_GB:-24}"
       [ -n "${ENGINE_COMMIT:-}" ] && export TRITONFORGE_ENGINE_COMMIT="$ENGINE_COMMIT"
       SC_NAMES="${NAMES:-$(grep -v '^#' bench/results/pass-order.txt | head -12 | paste -sd,)}"
+      ngpu=$(nvidia-smi -L | wc -l)
       runs=(${SCALING_RUNS:-0 0,1})
+      parallel=$([ "$ngpu" -ge 3 ] && [ ${#runs[@]} -gt 1 ] && echo 1 || echo 0)
       half=$(( ($(left) - 60) / 3 ))     # one GPU takes about twice as long as two
-      for gpus in "${runs[@]}"; do
-        tag=$([ "$gpus" = 0 ] && echo 1gpu || echo 2gpu)
-        budget=$([ "$gpus" = 0 ] && [ ${#runs[@]} -gt 1 ] && echo $(( 2 * half )) || echo $(( $(left) - 40 )))
-        log "scaling: $tag (budget $budget s)"
+      scaling_run() {   # $1: GPUs as asked (0 or 0,1), $2: GPUs used, $3: budget
+        local tag; tag=$([ "$1" = 0 ] && echo 1gpu || echo 2gpu)
+        log "scaling: $tag on GPUs $2 (budget $3 s)"
         rm -rf "/tmp/scaling-$tag" && mkdir -p "/tmp/scaling-$tag"
         timeout "$(left)" python3 -m tritonforge bench optimize --device cuda \
           --run-dir ".gpu-store/scaling-$tag" --per-kernel "${SCALING_S:-20}" --jobs "${OPT_JOBS:-4}" \
           --records "/tmp/scaling-$tag/records.jsonl" --latest "/tmp/scaling-$tag/LATEST.json" \
-          --names "$SC_NAMES" --gpus "$gpus" --budget "$budget" --out "$OUT/scaling-$tag.json" \
+          --names "$SC_NAMES" --gpus "$2" --budget "$3" --out "$OUT/scaling-$tag.json" \
           > "$OUT/scaling-$tag.log" 2>&1
         cp "/tmp/scaling-$tag/records.jsonl" "$OUT/scaling-$tag.records.jsonl" 2>/dev/null
         cp "$OUT/scaling-$tag.json" "$OUT/scaling-$tag.records.jsonl" "$FINAL_OUT/" 2>/dev/null
         tail -3 "$OUT/scaling-$tag.log"
-      done
+      }
+      if [ "$parallel" = 1 ]; then
+        scaling_run 0 0 $(( $(left) - 40 )) &
+        scaling_run 0,1 1,2 $(( $(left) - 40 )) &
+        wait
+      else
+        for gpus in "${runs[@]}"; do
+          budget=$([ "$gpus" = 0 ] && [ ${#runs[@]} -gt 1 ] && echo $(( 2 * half )) || echo $(( $(left) - 40 )))
+          scaling_run "$gpus" "$gpus" "$budget"
+        done
+      fi
       [ -f "$OUT/scaling-1gpu.json" ] && [ -f "$OUT/scaling-2gpu.json" ] && \
         python3 scripts/scaling_compare.py "$OUT/scaling-1gpu.json" "$OUT/scaling-1gpu.records.jsonl" \
         "$OUT/scaling-2gpu.json" "$OUT/scaling-2gpu.records.jsonl" | tee "$FINAL_OUT/scaling.md"
