@@ -277,3 +277,51 @@ def test_at_least_one_verified_candidate_is_timed_however_short_the_room():
     env.timing_room_s = lambda: -5.0
     run_round(_state(), env)
     assert [len(t) for t in stages.timed] == [1]
+
+
+class LateWrong(FakeStages):
+    """A source with "latewrong" passes the first tiers and fails the deferred one."""
+
+    def __init__(self, proposals, incumbent_ms=1.0):
+        super().__init__(proposals, incumbent_ms)
+        self.tiers = []
+
+    def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+        self.tiers.append((tuple(tiers), [c.source for c in cands]))
+        late = tuple(tiers) == (("p",),)
+        return {c.hash: VariantResult("candidate", c.hash,
+                                      Status.MISMATCH if late and "latewrong" in c.source
+                                      else Status.OK) for c in cands}
+
+
+def test_the_performance_tier_is_verified_only_for_accepted_candidates_best_first():
+    """Every candidate is verified on the tiers before the last; only those the arbiter accepts
+    are verified on the last (performance cases alone), fastest first, until one passes: it is
+    the incumbent. The faster one that failed there is recorded as that failure and leaves the
+    ranking; the slower one never runs the performance tier."""
+    stages = LateWrong({1: [("x = 1 latewrong\n", 0.4), ("x = 2\n", 0.6), ("x = 3\n", 1.2)]})
+    s = run_round(_state(), _env(stages)).state
+    assert stages.tiers[0] == ((("c",),), ["x = 1 latewrong\n", "x = 2\n", "x = 3\n"])
+    assert stages.tiers[1:] == [((("p",),), ["x = 1 latewrong\n"]), ((("p",),), ["x = 2\n"])]
+    assert s.incumbent.source == "x = 2\n" and s.stale == 0
+    failed = [h for h in s.history if h.description == "x = 1 latewrong"]
+    assert [h.status for h in failed] == [Status.MISMATCH]
+    assert "checked once accepted" in failed[0].reason and "2.500x" in failed[0].reason
+    assert all(c.source != "x = 1 latewrong\n" for _, _, c in s.ranked)
+
+
+def test_no_accepted_candidate_passing_the_performance_tier_is_a_round_without_gain():
+    stages = LateWrong({1: [("x = 1 latewrong\n", 0.4), ("x = 3\n", 1.2)]})
+    s = run_round(_state(), _env(stages)).state
+    assert s.incumbent is ORIGINAL and s.stale == 1 and s.chain == ()
+
+
+def test_tiers_with_a_last_tier_not_all_performance_cases_defer_nothing():
+    from tritonforge.search.cases import split_deferred
+
+    assert split_deferred(TASK, (("c",), ("p",))) == ((("c",),), ("p",))
+    assert split_deferred(TASK, (("c", "p"),)) == ((("c", "p"),), ())
+    assert split_deferred(TASK, (("p",), ("c",))) == ((("p",), ("c",)), ())
+    stages = LateWrong({1: [("x = 1 latewrong\n", 0.4)]})
+    s = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("p",), (("c", "p"),)), _env(stages)).state
+    assert len(stages.tiers) == 1 and s.incumbent.source == "x = 1 latewrong\n"

@@ -6,8 +6,10 @@ tier only for those that passed, the pool's workers side by side, each taking th
 (tier, candidate) waiting (``verify_cascade``). A worker
 runs each case of a request once per variant before it compares any, so a candidate verified on
 every case at once ran its longest case even when a 1 us case already showed it wrong; here it
-never reaches it. Then the timing on the cases that carry the original's time (``search.stages``),
-and every case only for the final check's finalists (``search.final_check``).
+never reaches it. A round defers its last tier when it holds performance cases alone
+(``search.cases.split_deferred``): only the candidates the arbiter accepts after the timing on
+the cases that carry the original's time (``search.stages``) are verified there; every case
+again for the final check's finalists, in a fresh process (``search.final_check``).
 """
 
 from __future__ import annotations

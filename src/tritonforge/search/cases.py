@@ -186,3 +186,20 @@ def verification_tiers(task: Task, verify_ids: tuple[str, ...],
     tiers = (tuple(own + perf[:1]), tuple(made), tuple(perf[1:]))
     kept = tuple(t for t in tiers if t)
     return kept if len(kept) > 1 else (tuple(verify_ids),)
+
+
+def split_deferred(task: Task, tiers: tuple[tuple[str, ...], ...]
+                   ) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """(the tiers every candidate of a round is verified on, the tier only a candidate the
+    arbiter accepts is): the last tier when it holds performance cases alone (the other
+    performance cases of ``verification_tiers``) and a tier comes before it; else nothing is
+    deferred. On an H100 pass (engine 310957ee7859) that tier cost an attention kernel's
+    candidates 10-24 s each (attention_forward_triton: 7 requests on perf-01 and perf-07, 99 s of
+    its pool's time), while few of them were then timed faster than the incumbent. A candidate
+    is timed on the search cases before it is checked on them; the incumbent of the next round
+    has passed every tier, and the final check still verifies every case in a fresh process."""
+    kept = tuple(t for t in tiers if t)
+    perf = {c.id for c in task.performance_cases}
+    if len(kept) < 2 or not set(kept[-1]) <= perf:
+        return kept, ()
+    return kept[:-1], kept[-1]

@@ -1,8 +1,10 @@
 """One round of the search as a function of its state (search side).
 
 ``run_round(state, env)`` -> ``RoundOutcome``: propose from the incumbent, prune, verify in the
-cascade, drop the cases the original itself cannot run, repair, time the verified ones beside
-the incumbent, arbitrate; the next ``SearchState`` (or a stop reason) comes back. Nothing of the
+cascade (its last tier, performance cases alone, deferred: ``cases.split_deferred``), drop the
+cases the original itself cannot run, repair, time the verified ones beside the incumbent,
+arbitrate, and verify the accepted ones on the deferred tier, best first, until one passes; the
+next ``SearchState`` (or a stop reason) comes back. Nothing of the
 search's progress lives anywhere else, so a round can be tested with fake stages and evaluators.
 """
 
@@ -17,7 +19,7 @@ from ..runtime.gpu_lock import gpu_blocked_s
 from .arbiter import ArbiterPolicy, judge
 from .blame import blamed_cases, incumbent_timed_cases
 from .budget import FinalCheckEstimate
-from .cases import _sliver_retimed
+from .cases import _sliver_retimed, split_deferred
 from .phases import PhaseClock
 from .stages import RoundStages
 from .state import SearchState
@@ -110,8 +112,9 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
             st.store.put_candidate(state.task.name, c)
     in_time = _verify_while(env, round_)
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
+    early, _ = split_deferred(state.task, state.verify_tiers)
     with clock.phase("verify"):
-        verified = st.verify(state.task, state.original, cands, state.verify_tiers, in_time)
+        verified = st.verify(state.task, state.original, cands, early, in_time)
         # the original's twin runs judge cases, not candidates: none once the budget is spent
         # (past it no candidate is verified again or timed)
         unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
@@ -127,7 +130,8 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
                  or blamed_cases(verified[c.hash]) & unsafe]
         if state.verify_ids and again:
             with clock.phase("verify"):
-                verified.update(st.verify(state.task, state.original, again, state.verify_tiers,
+                verified.update(st.verify(state.task, state.original, again,
+                                          split_deferred(state.task, state.verify_tiers)[0],
                                           in_time))
     good = [c for c in cands if verified[c.hash].status is Status.OK]
     for c in cands:
@@ -144,7 +148,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     if good and state.first_verified_s is None:
         state = replace(state, first_verified_s=round(env.elapsed(), 1))
     if good:
-        state = _time_and_judge(state, env, good)
+        state = _time_and_judge(state, env, good, in_time)
     else:
         state = replace(state, stale=state.stale + 1)
     state = replace(state, last_round_s=_busy_s(start, blocked0))
@@ -173,8 +177,11 @@ def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...
     return good[:k], good[k:]
 
 
-def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) -> SearchState:
-    """Time ``good`` beside the incumbent on the search cases and let the arbiter choose."""
+def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
+                    in_time: Callable[[dict], bool] = lambda got: True) -> SearchState:
+    """Time ``good`` beside the incumbent on the search cases and let the arbiter choose; the
+    accepted ones, best first, are verified on the deferred tier (``cases.split_deferred``)
+    until one passes: the new incumbent. One that fails there is recorded as that failure."""
     st, round_ = env.stages, state.round
     notes, history = list(state.notes), list(state.history)
     good, untimed = _fit_timing(good, env, state.search_ids)
@@ -221,6 +228,14 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) ->
         if decision.accepted and (best is None or st.interpreted is False
                                   and decision.speedup > best[0].speedup):
             best = (decision, c)
+    _, late = split_deferred(state.task, state.verify_tiers)
+    if late and best is not None:
+        best, failed = _verify_deferred(state, env, clean, late, in_time, history)
+        if failed:
+            gone = lambda c: c.hash in failed  # noqa: E731
+            ranked = [x for x in ranked if not gone(x[2])]
+            split = [x for x in split if not gone(x[2])]
+            clean = [x for x in clean if not gone(x[2])]
     runners += [(est, -len(runners) - i, c) for i, (est, d, c) in enumerate(clean)
                 if best is not None and c is not best[1] and d.speedup_low >= env.min_speedup]
     state = replace(state, notes=tuple(notes), history=tuple(history), ranked=tuple(ranked),
@@ -239,3 +254,34 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate]) ->
                      f"({d.reason})")
     return replace(state, incumbent=best[1], chain=state.chain + (best[1],), factor=factor, stale=0)
 
+
+
+def _verify_deferred(state: SearchState, env: RoundEnv,
+                     clean: list[tuple[float, Decision, Candidate]], late: tuple[str, ...],
+                     in_time: Callable[[dict], bool], history: list[HistoryEntry]
+                     ) -> tuple[tuple[Decision, Candidate] | None, set[str]]:
+    """(the best accepted candidate that passes the deferred tier, or None; the hashes of
+    those that failed it). Tried best first (proposal order on the interpreter); a failure
+    replaces its history entry; one the budget left unchecked stays ranked for the final check
+    (which verifies every case) but is not the incumbent."""
+    st = env.stages
+    order = list(clean) if st.interpreted else sorted(
+        clean, key=lambda x: -(x[1].speedup if x[1].speedup == x[1].speedup else 0.0))
+    failed: set[str] = set()
+    with env.clock.phase("verify"):
+        for _, decision, c in order:
+            got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash)
+            if got is not None and got.status is Status.OK:
+                return (decision, c), failed
+            if got is None or got.status is Status.SKIPPED:
+                continue
+            failed.add(c.hash)
+            why = got.failure.one_line() if got.failure else (
+                got.verdict.summary() if got.verdict else got.status.value)
+            entry = HistoryEntry(c.hash, c.origin, c.description, got.status, None,
+                                 f"timed {decision.speedup:.3f}x, then failed the performance "
+                                 f"cases checked once accepted ({', '.join(late)}): {why}")
+            history[:] = [entry if h.candidate == c.hash and h.status is Status.OK else h
+                          for h in history]
+            st.progress(f"{state.task.name}: {c.description}: {entry.reason}")
+    return None, failed
