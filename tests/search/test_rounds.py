@@ -325,3 +325,19 @@ def test_tiers_with_a_last_tier_not_all_performance_cases_defer_nothing():
     stages = LateWrong({1: [("x = 1 latewrong\n", 0.4)]})
     s = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("p",), (("c", "p"),)), _env(stages)).state
     assert len(stages.tiers) == 1 and s.incumbent.source == "x = 1 latewrong\n"
+
+
+def test_accepted_candidates_the_budget_left_unchecked_go_to_the_final_check_as_runners_up():
+    """No time left for the deferred tier: nothing becomes the incumbent, and the accepted
+    candidates are handed to the final check (which verifies every case) as runners-up."""
+    class NoTimeLate(LateWrong):
+        def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+            got = super().verify(task, original, cands, tiers, in_time)
+            if tuple(tiers) == (("p",),):
+                return {h: VariantResult("candidate", h, Status.SKIPPED) for h in got}
+            return got
+
+    stages = NoTimeLate({1: [("x = 1\n", 0.4), ("x = 2\n", 0.6)]})
+    s = run_round(_state(), _env(stages)).state
+    assert s.incumbent is ORIGINAL and s.stale == 1
+    assert {c.source for _, _, c in s.runners} == {"x = 1\n", "x = 2\n"}

@@ -229,8 +229,9 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
                                   and decision.speedup > best[0].speedup):
             best = (decision, c)
     _, late = split_deferred(state.task, state.verify_tiers)
+    unchecked: set[str] = set()
     if late and best is not None:
-        best, failed = _verify_deferred(state, env, clean, late, in_time, history)
+        best, failed, unchecked = _verify_deferred(state, env, clean, late, in_time, history)
         if failed:
             gone = lambda c: c.hash in failed  # noqa: E731
             ranked = [x for x in ranked if not gone(x[2])]
@@ -238,6 +239,10 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
             clean = [x for x in clean if not gone(x[2])]
     runners += [(est, -len(runners) - i, c) for i, (est, d, c) in enumerate(clean)
                 if best is not None and c is not best[1] and d.speedup_low >= env.min_speedup]
+    # accepted but left unchecked on the deferred tier by the budget: the final check's
+    # runners-up, which it verifies on every case
+    runners += [(est, -len(runners) - i, c) for i, (est, d, c) in enumerate(clean)
+                if best is None and c.hash in unchecked and d.speedup_low >= env.min_speedup]
     state = replace(state, notes=tuple(notes), history=tuple(history), ranked=tuple(ranked),
                     split=tuple(split), runners=tuple(runners), patience=patience,
                     sliver_cut=sliver_cut, search_ids=search_ids)
@@ -259,21 +264,23 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
 def _verify_deferred(state: SearchState, env: RoundEnv,
                      clean: list[tuple[float, Decision, Candidate]], late: tuple[str, ...],
                      in_time: Callable[[dict], bool], history: list[HistoryEntry]
-                     ) -> tuple[tuple[Decision, Candidate] | None, set[str]]:
+                     ) -> tuple[tuple[Decision, Candidate] | None, set[str], set[str]]:
     """(the best accepted candidate that passes the deferred tier, or None; the hashes of
-    those that failed it). Tried best first (proposal order on the interpreter); a failure
-    replaces its history entry; one the budget left unchecked stays ranked for the final check
-    (which verifies every case) but is not the incumbent."""
+    those that failed it; of those the budget left unchecked there). Tried best first (proposal
+    order on the interpreter); a failure replaces its history entry; one left unchecked stays
+    ranked for the final check (which verifies every case) but is not the incumbent."""
     st = env.stages
     order = list(clean) if st.interpreted else sorted(
         clean, key=lambda x: -(x[1].speedup if x[1].speedup == x[1].speedup else 0.0))
     failed: set[str] = set()
+    unchecked: set[str] = set()
     with env.clock.phase("verify"):
         for _, decision, c in order:
             got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash)
             if got is not None and got.status is Status.OK:
-                return (decision, c), failed
+                return (decision, c), failed, unchecked
             if got is None or got.status is Status.SKIPPED:
+                unchecked.add(c.hash)
                 continue
             failed.add(c.hash)
             why = got.failure.one_line() if got.failure else (
@@ -284,4 +291,4 @@ def _verify_deferred(state: SearchState, env: RoundEnv,
             history[:] = [entry if h.candidate == c.hash and h.status is Status.OK else h
                           for h in history]
             st.progress(f"{state.task.name}: {c.description}: {entry.reason}")
-    return None, failed
+    return None, failed, unchecked
