@@ -171,6 +171,11 @@ def vary(spec: TensorSpec, variety: str, *, written: bool = False) -> TensorSpec
     random (never output buffers, constants or integers); ``strided`` makes every input the
     call does not write a non-contiguous view with the same values."""
     drawn = spec.init in ("randn", "rand") and spec.dtype not in INT_DTYPES | {"bool"}
+    if variety in ("large", "tiny") and spec.init == "full" and spec.value \
+            and spec.dtype not in INT_DTYPES | {"bool"}:
+        # a float tensor traced as one value (all elements equal, or a single one): scaled too
+        k = _LARGE.get(spec.dtype, 1e3) if variety == "large" else _TINY
+        return replace(spec, value=spec.value * k)
     if variety in ("large", "tiny") and drawn:
         k = _LARGE.get(spec.dtype, 1e3) if variety == "large" else _TINY
         if spec.init == "randn":
