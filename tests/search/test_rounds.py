@@ -341,3 +341,42 @@ def test_accepted_candidates_the_budget_left_unchecked_go_to_the_final_check_as_
     s = run_round(_state(), _env(stages)).state
     assert s.incumbent is ORIGINAL and s.stale == 1
     assert {c.source for _, _, c in s.runners} == {"x = 1\n", "x = 2\n"}
+
+
+def test_a_deferred_case_the_original_itself_fails_is_dropped_and_the_candidate_checked_again():
+    """The accepted candidate fails the deferred tier on a case where the original, run after
+    itself, fails too: the case leaves the task (and the tiers), the candidate is verified again
+    on the rest of the tier and becomes the incumbent."""
+    from tritonforge.model import Failure
+
+    task = Task("t", ORIGINAL.source, ("f",), (
+        Case("c", CaseRole.CORRECTNESS, SpecCall("f")), Case("p", CaseRole.PERFORMANCE, SpecCall("f")),
+        Case("q", CaseRole.PERFORMANCE, SpecCall("f")), Case("r", CaseRole.PERFORMANCE, SpecCall("f"))),
+        "test")
+
+    class BrokenCase(FakeStages):
+        def __init__(self, proposals):
+            super().__init__(proposals)
+            self.tiers, self.twins = [], []
+
+        def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+            self.tiers.append(tuple(tiers))
+            ids = {cid for t in tiers for cid in t}
+            bad = "r" in ids
+            return {c.hash: VariantResult("candidate", c.hash, Status.CRASH if bad else Status.OK,
+                                          Failure(Status.CRASH, "illegal memory access", case_id="r")
+                                          if bad else None) for c in cands}
+
+        def _cases_the_original_crashes(self, task, original, cands, verified, case_ids):
+            self.twins.append(tuple(case_ids))
+            blamed = {r.failure.case_id for r in verified.values() if r.failure is not None}
+            return {"r"} & blamed & set(case_ids)
+
+    stages = BrokenCase({1: [("x = 1\n", 0.5)]})
+    state = SearchState(task, ORIGINAL, ORIGINAL, ("p",), (("c", "p"), ("q", "r")))
+    s = run_round(state, _env(stages)).state
+    assert stages.tiers == [(("c", "p"),), (("q", "r"),), (("q",),)]
+    assert stages.twins[-1] == ("q", "r")
+    assert s.incumbent.source == "x = 1\n"
+    assert "r" not in {c.id for c in s.task.cases} and s.verify_ids == ("c", "p", "q")
+    assert any("case r dropped" in n for n in s.notes)

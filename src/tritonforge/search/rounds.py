@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..model import Candidate, Decision, HardwareInfo, HistoryEntry, ProposalContext, Status
+from ..model import (
+    Candidate, Decision, HardwareInfo, HistoryEntry, ProposalContext, Status, VariantResult,
+)
 from ..runtime.gpu_lock import gpu_blocked_s
 from .arbiter import ArbiterPolicy, judge
 from .blame import blamed_cases, incumbent_timed_cases
@@ -231,7 +233,14 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     _, late = split_deferred(state.task, state.verify_tiers)
     unchecked: set[str] = set()
     if late and best is not None:
-        best, failed, unchecked = _verify_deferred(state, env, clean, late, in_time, history)
+        best, failed, unchecked, unsafe = _verify_deferred(state, env, clean, late, in_time,
+                                                           history)
+        if unsafe:
+            state = state.without_cases(unsafe)
+            search_ids = tuple(i for i in search_ids if i not in unsafe) or search_ids
+            notes += [f"case {cid} dropped: the original itself fails there (run after itself as "
+                      "a candidate it crashes or does not reproduce its own result): it cannot "
+                      "judge a candidate" for cid in sorted(unsafe)]
         if failed:
             gone = lambda c: c.hash in failed  # noqa: E731
             ranked = [x for x in ranked if not gone(x[2])]
@@ -264,21 +273,35 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
 def _verify_deferred(state: SearchState, env: RoundEnv,
                      clean: list[tuple[float, Decision, Candidate]], late: tuple[str, ...],
                      in_time: Callable[[dict], bool], history: list[HistoryEntry]
-                     ) -> tuple[tuple[Decision, Candidate] | None, set[str], set[str]]:
+                     ) -> tuple[tuple[Decision, Candidate] | None, set[str], set[str], set[str]]:
     """(the best accepted candidate that passes the deferred tier, or None; the hashes of
-    those that failed it; of those the budget left unchecked there). Tried best first (proposal
-    order on the interpreter); a failure replaces its history entry; one left unchecked stays
-    ranked for the final check (which verifies every case) but is not the incumbent."""
+    those that failed it; of those the budget left unchecked there; the cases found unsafe).
+    Tried best first (proposal order on the interpreter). A failure first asks, as the round's
+    own verification does, whether the original itself fails the cases it blames
+    (``RoundStages._cases_the_original_crashes``): those cases leave the tier, and the
+    candidate is verified again on the rest (attention_kernel_aligned's perf-16, H100: an illegal
+    memory access of the original's own). A failure that stands replaces its history entry; one
+    left unchecked stays ranked for the final check (which verifies every case) but is not the
+    incumbent."""
     st = env.stages
     order = list(clean) if st.interpreted else sorted(
         clean, key=lambda x: -(x[1].speedup if x[1].speedup == x[1].speedup else 0.0))
     failed: set[str] = set()
     unchecked: set[str] = set()
+    unsafe: set[str] = set()
     with env.clock.phase("verify"):
         for _, decision, c in order:
             got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash)
+            found = set() if got is None or got.status in (Status.OK, Status.SKIPPED) else \
+                st._cases_the_original_crashes(state.task, state.original, [c], {c.hash: got},
+                                               late)
+            if found:
+                unsafe |= found
+                late = tuple(cid for cid in late if cid not in unsafe)
+                got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash) \
+                    if late else VariantResult("candidate", c.hash, Status.OK)
             if got is not None and got.status is Status.OK:
-                return (decision, c), failed, unchecked
+                return (decision, c), failed, unchecked, unsafe
             if got is None or got.status is Status.SKIPPED:
                 unchecked.add(c.hash)
                 continue
@@ -291,4 +314,4 @@ def _verify_deferred(state: SearchState, env: RoundEnv,
             history[:] = [entry if h.candidate == c.hash and h.status is Status.OK else h
                           for h in history]
             st.progress(f"{state.task.name}: {c.description}: {entry.reason}")
-    return None, failed, unchecked
+    return None, failed, unchecked, unsafe
