@@ -34,14 +34,10 @@ def _kernel_defs(tree: ast.Module) -> list[tuple[ast.FunctionDef, bool]]:
     return out
 
 
-def _entry_candidates(tree: ast.Module, launching: set[str], kernels: set[str]) -> tuple[str, ...]:
-    """Top-level functions and classes that launch a kernel, directly or through each other."""
-    tops = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                      ast.ClassDef)) and n.name not in kernels]
-    calls: dict[str, set[str]] = {}
-    for node in tops:
-        calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    reach = {name for name in calls if name in launching}
+def _callers_of(calls: dict[str, set[str]], seeds: set[str]) -> set[str]:
+    """``seeds`` and every name of ``calls`` (name -> the names it uses) that reaches one of
+    them, at any depth."""
+    reach = set(seeds)
     changed = True
     while changed:
         changed = False
@@ -49,6 +45,17 @@ def _entry_candidates(tree: ast.Module, launching: set[str], kernels: set[str]) 
             if name not in reach and used & reach:
                 reach.add(name)
                 changed = True
+    return reach
+
+
+def _entry_candidates(tree: ast.Module, launching: set[str], kernels: set[str]) -> tuple[str, ...]:
+    """Top-level functions and classes that launch a kernel, directly or through each other."""
+    tops = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.ClassDef)) and n.name not in kernels]
+    calls: dict[str, set[str]] = {}
+    for node in tops:
+        calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    reach = _callers_of(calls, {name for name in calls if name in launching})
     return tuple(n.name for n in tops if n.name in reach and not n.name.startswith("test"))
 
 
@@ -62,14 +69,7 @@ def _dot_through_helpers(kernels: list[KernelInfo], fns: list[ast.AST]) -> list[
     calls = {fn.name: {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call)
                        and isinstance(n.func, ast.Name) and n.func.id in names}
              for fn in fns if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    dot = {k.name for k in kernels if k.uses_dot}
-    changed = True
-    while changed:
-        changed = False
-        for name, callees in calls.items():
-            if name not in dot and callees & dot:
-                dot.add(name)
-                changed = True
+    dot = _callers_of(calls, {k.name for k in kernels if k.uses_dot})
     return [replace(k, uses_dot=True) if k.name in dot and not k.uses_dot else k for k in kernels]
 
 
