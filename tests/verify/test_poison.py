@@ -46,3 +46,46 @@ def test_allocations_inside_the_block_are_poisoned_whatever_the_path():
     assert mode.poisoned == len(allocated)
     torch.empty(10)                          # outside the block: the mode is gone
     assert mode.poisoned == len(allocated)
+
+
+def _reused_stale_poison(scrub: bool) -> tuple[int, int]:
+    """Poison, free and allocate the same size again: (times the allocator handed back the same
+    memory, poisoned elements found in it)."""
+    from tritonforge.verify import poison as module
+    reused = stale = 0
+    for n in (1, 7, 64, 1000, 5000, 20000):
+        x = poison_(torch.empty(n))
+        ptr = x.data_ptr()
+        del x
+        if scrub:
+            module.scrub_released()
+        else:
+            module._HELD.clear()            # what happened before: poison freed as it was
+        y = torch.empty(n)
+        if y.data_ptr() == ptr:
+            reused += 1
+            stale += int(poison_mask(y).sum())
+    return reused, stale
+
+
+def test_freed_poison_is_never_handed_to_a_later_allocation():
+    """A later ``torch.empty`` (the next candidate's bare first call) must not read the poison."""
+    reused, stale = _reused_stale_poison(scrub=False)
+    if not reused:
+        pytest.skip("this allocator never handed the same memory back")
+    assert stale > 0                      # the hole is real here: freed poison is found again
+    reused, stale = _reused_stale_poison(scrub=True)
+    assert reused and stale == 0
+
+
+def test_a_poisoned_buffer_still_referred_to_is_not_scrubbed():
+    from tritonforge.verify import poison as module
+    kept = poison_(torch.empty(100))
+    view = kept[10:20]
+    ptr = kept.data_ptr()
+    del kept
+    module.scrub_released(collect=True)
+    assert poison_mask(view).all()        # a candidate's cached buffer keeps what it holds
+    del view
+    module.scrub_released()
+    assert all(s.data_ptr() != ptr for s in module._HELD)

@@ -11,10 +11,20 @@ reach, so ``poison_allocations()`` poisons every ``empty``-family allocation mad
 active. It works at the dispatcher level (a ``TorchDispatchMode``), so it sees ``torch.empty``,
 ``from torch import empty``, ``Tensor.new_empty``, ``torch.ops.aten.empty`` and legacy
 constructors alike; allocations Triton makes inside its own launch machinery are skipped.
+
+Poison must not outlive its check. Freed memory keeps its bits, and a later allocation in the same
+process (the next candidate's, in a worker that verifies many) can be handed them: a candidate that
+reads a fresh ``torch.empty`` sees the verifier's NaN and can latch into honest behaviour before the
+bare first calls that exist to catch exactly that (``verify.shipped_checks``). After a run of
+earlier checks in one process, ``torch.empty(1)`` on CPU read back NaN 543 times in 2000; a
+catalogue cheat of that kind passed a CPU run of the whole test suite once. So every poisoned buffer
+is held until nothing else refers to it, then zeroed and let go (``scrub_released``): before each
+poisoned allocation and before every bare call.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 from contextlib import contextmanager
 from typing import Iterator
@@ -49,6 +59,41 @@ _EMPTY_OPS = frozenset({
 })
 
 
+# storages this module poisoned, held until nothing else refers to them (then zeroed and let go)
+_HELD: list[torch.UntypedStorage] = []
+_use_count = getattr(torch._C, "_storage_Use_Count", None)
+
+
+def _hold(t: torch.Tensor) -> None:
+    if _use_count is not None:
+        _HELD.append(t.untyped_storage())
+
+
+def _capturing() -> bool:
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
+def scrub_released(collect: bool = False) -> int:
+    """Zero every poisoned storage that only this module still holds, and let it go; returns how
+    many. Storages someone else still refers to (a buffer a candidate caches) stay held and are
+    looked at again next time. ``collect`` runs the garbage collector first, so that buffers kept
+    only by dead reference cycles (a dropped candidate module) count as released."""
+    if not _HELD or _capturing():
+        return 0
+    if collect:
+        gc.collect()
+    kept, scrubbed = [], 0
+    with torch.no_grad():
+        for storage in _HELD:
+            if _use_count(storage._cdata) > 1:
+                kept.append(storage)
+            else:
+                storage.fill_(0)
+                scrubbed += 1
+    _HELD[:] = kept
+    return scrubbed
+
+
 def can_poison(t: torch.Tensor) -> bool:
     """Whether ``t``'s dtype has a poison value (floats, complex, signed and 8-bit integers)."""
     d = t.dtype
@@ -59,6 +104,8 @@ def poison_(t: torch.Tensor) -> torch.Tensor:
     """Fill ``t`` in place with its dtype's poison value and return it (booleans: unchanged)."""
     if t.numel() == 0:
         return t
+    scrub_released()                   # what earlier poisonings left: held memory stays bounded
+    _hold(t)
     d = t.dtype
     with torch.no_grad():
         if d in _FLOAT_POISON:
@@ -100,8 +147,11 @@ class _PoisonMode(TorchDispatchMode):
         self.poisoned = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        empty = _op_name(func) in _EMPTY_OPS
+        if empty:
+            scrub_released()
         out = func(*args, **(kwargs or {}))
-        if _op_name(func) in _EMPTY_OPS and isinstance(out, torch.Tensor) and not triton_internal():
+        if empty and isinstance(out, torch.Tensor) and not triton_internal():
             poison_(out)
             self.poisoned += 1
         return out

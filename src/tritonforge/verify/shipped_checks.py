@@ -20,6 +20,7 @@ from ..model import Case, Mismatch
 from .census import PROFILER_PLUMBING, foreign_kernels
 from .integrity import integrity_snapshot
 from .kinds import CheatKind
+from .poison import scrub_released
 from .runner import Run
 from .shipped import (
     bare_diffs, bare_outputs, compare_probe, disagrees_with_itself, masked, plan_probe, run_probe,
@@ -89,6 +90,7 @@ class ShippedChecks:
         mismatch its guarded checks find."""
         pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
         picked = random.Random(nonce).sample(pool, min(BARE_FIRST_CASES, len(pool)))
+        scrub_released(collect=True)     # no earlier check's poison left in freed memory to find
         sync = torch.cuda.synchronize if self.device.startswith("cuda") else None
         # every candidate call comes before anything poisoned runs in this process: the
         # unwritten-element masks poison the original's outputs, and freed poisoned memory
@@ -125,6 +127,7 @@ class ShippedChecks:
         """Run one case through bare calls on both variants and judge (verify.shipped)."""
         pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
         case = random.Random(nonce).choice(pool)
+        scrub_released(collect=True)
         layout, _ = self._layout(case, seed)
         plan = plan_probe(case, seed, nonce, layout.outputs,
                           layout.read_only_floats - layout.outputs, self.device,
