@@ -127,7 +127,7 @@ class ShippedChecks:
         """Run one case through bare calls on both variants and judge (verify.shipped)."""
         pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
         case = random.Random(nonce).choice(pool)
-        scrub_released(collect=True)
+        scrub_released()
         layout, _ = self._layout(case, seed)
         plan = plan_probe(case, seed, nonce, layout.outputs,
                           layout.read_only_floats - layout.outputs, self.device,
