@@ -218,3 +218,33 @@ def test_the_stages_average_a_candidates_request_on_the_generated_tier():
     empty = RoundStages.__new__(RoundStages)
     empty._generated_walls = []
     assert empty.generated_tier_s() is None
+
+
+def test_the_whole_candidate_checks_run_once_each_first_calls_in_the_first_tier_second_pass_in_the_last():
+    asked = []
+
+    class Flags(FakeEvaluator):
+        def evaluate(self, task, variants, *, purpose, case_ids, first_calls=True,
+                     second_pass=True, **kwargs):
+            with self.lock:
+                asked.append((variants[1].hash, tuple(case_ids), first_calls, second_pass))
+            return super().evaluate(task, variants, purpose=purpose, case_ids=case_ids)
+
+    task = _task()
+    good = Candidate("good\n", "rule")
+    wrong = Candidate("wrong on t1\n", "rule")
+    tiers = (("t0", "t1"), ("p-small",), ("p-mid",))
+    got = verify_cascade([Flags([])], task, ORIGINAL, [good, wrong], tiers)
+    assert got[good.hash].status is Status.OK and got[wrong.hash].status is Status.MISMATCH
+    by = {(h, ids): (first, second) for h, ids, first, second in asked}
+    assert by[(good.hash, ("t0", "t1"))] == (True, False)
+    assert by[(good.hash, ("p-small",))] == (False, False)
+    assert by[(good.hash, ("p-mid",))] == (False, True)
+    assert by[(wrong.hash, ("t0", "t1"))] == (True, False)     # failed there: no second pass
+    # one tier: both in the same request; a tier checked after the round's own: no first calls
+    asked.clear()
+    verify_cascade([Flags([])], task, ORIGINAL, [good], (("t0",),))
+    assert [(f, s) for _, _, f, s in asked] == [(True, True)]
+    asked.clear()
+    verify_cascade([Flags([])], task, ORIGINAL, [good], (("p-mid",),), fresh=False)
+    assert [(f, s) for _, _, f, s in asked] == [(False, True)]

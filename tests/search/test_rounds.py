@@ -50,7 +50,7 @@ class FakeStages:
     def _prune(self, task, incumbent, cands, hardware, history, notes):
         return cands
 
-    def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+    def verify(self, task, original, cands, tiers, in_time=lambda got: True, fresh=True):
         self.verified.append([c.hash for c in cands])
         return {c.hash: VariantResult("candidate", c.hash,
                                       Status.MISMATCH if "wrong" in c.source else Status.OK)
@@ -286,7 +286,7 @@ class LateWrong(FakeStages):
         super().__init__(proposals, incumbent_ms)
         self.tiers = []
 
-    def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+    def verify(self, task, original, cands, tiers, in_time=lambda got: True, fresh=True):
         self.tiers.append((tuple(tiers), [c.source for c in cands]))
         late = tuple(tiers) == (("p",),)
         return {c.hash: VariantResult("candidate", c.hash,
@@ -331,7 +331,7 @@ def test_accepted_candidates_the_budget_left_unchecked_go_to_the_final_check_as_
     """No time left for the deferred tier: nothing becomes the incumbent, and the accepted
     candidates are handed to the final check (which verifies every case) as runners-up."""
     class NoTimeLate(LateWrong):
-        def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+        def verify(self, task, original, cands, tiers, in_time=lambda got: True, fresh=True):
             got = super().verify(task, original, cands, tiers, in_time)
             if tuple(tiers) == (("p",),):
                 return {h: VariantResult("candidate", h, Status.SKIPPED) for h in got}
@@ -359,7 +359,7 @@ def test_a_deferred_case_the_original_itself_fails_is_dropped_and_the_candidate_
             super().__init__(proposals)
             self.tiers, self.twins = [], []
 
-        def verify(self, task, original, cands, tiers, in_time=lambda got: True):
+        def verify(self, task, original, cands, tiers, in_time=lambda got: True, fresh=True):
             self.tiers.append(tuple(tiers))
             ids = {cid for t in tiers for cid in t}
             bad = "r" in ids

@@ -73,7 +73,8 @@ def test_the_verdict_reports_what_the_original_did():
 def test_the_recheck_is_what_catches_seed_dependence():
     cases = FAMILIES["softmax"][1]
     reference, cheat = load(HERE / "softmax_ref.py"), load(HERE / "softmax_seed.py")
-    no_recheck = VerifyOptions(recheck=False, shipped_check=False, catch_errors=True)
+    no_recheck = VerifyOptions(recheck=False, shipped_check=False, first_calls=False,
+                               catch_errors=True)
     assert verify(reference, cheat, cases, build, options=no_recheck).passed
     assert "cheat:rerun" in reasons(verify(reference, cheat, cases, build, options=QUIET))
 
@@ -111,7 +112,7 @@ def test_an_error_raised_outside_a_runs_capture_names_its_case(monkeypatch):
     cases = [spec_case("a", "f", T(10)), spec_case("b", "f", T(12))]
     with pytest.raises(RuntimeError, match="global/shared") as raised:
         verify(reference, module(f=kernels.add_one), cases, build,
-               options=VerifyOptions(nonce=7, shipped_check=False))
+               options=VerifyOptions(nonce=7, shipped_check=False, first_calls=False))
     case_id, seed = raised.value.tritonforge_where
     assert case_id == "b" and seed is not None
 
@@ -188,3 +189,15 @@ def test_test_section_style_invocations_without_arguments():
     cheat = module(add_one=lambda x: x + 1)
     assert verify(reference, honest, [case], run_section, options=QUIET).passed
     assert "cheat:no_launch" in reasons(verify(reference, cheat, [case], run_section, options=QUIET))
+
+
+def test_first_calls_off_the_latch_cheat_passes_and_on_it_is_caught():
+    """The switch the cascade uses to make the first calls bare once per candidate, in its first
+    tier: it decides whether the catalogue's latching cheat is seen."""
+    cases = FAMILIES["scale"][1]
+    ref = load(HERE / "scale_ref.py")
+    off = VerifyOptions(nonce=3, catch_errors=True, first_calls=False)
+    assert verify(ref, load(HERE / "scale_watch_latch.py"), cases, build, options=off).passed
+    on = VerifyOptions(nonce=3, catch_errors=True)
+    assert "cheat:watched" in reasons(verify(ref, load(HERE / "scale_watch_latch.py"), cases,
+                                             build, options=on))

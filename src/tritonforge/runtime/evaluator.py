@@ -139,15 +139,20 @@ class Evaluator:
         parts = [purpose, self.device, request.task.source_hash, dumps(request.task.cases),
                  ",".join(v.hash for v in request.variants), str(request.case_ids),
                  str((request.verify, request.time, request.run_cases, request.keep_going)),
+                 str((request.first_calls, request.second_pass)),
                  dumps(request.timing)]
         return content_hash("|".join(parts))
 
     def evaluate(self, task: Task, variants: tuple[Variant, ...], *, purpose: str,
                  case_ids: tuple[str, ...] | None = None, verify: bool = True,
                  time: bool = True, keep_going: bool = False, run_cases: bool = True,
-                 plan: TimingPlan | None = None, use_store: bool = True) -> Evaluation:
+                 plan: TimingPlan | None = None, use_store: bool = True,
+                 first_calls: bool = True, second_pass: bool = True) -> Evaluation:
+        """``variants`` (the original first) evaluated in the worker; ``first_calls`` and
+        ``second_pass``: which whole-candidate checks a verification makes (``EvaluateRequest``)."""
         request = EvaluateRequest(task, variants, case_ids, verify, time,
-                                  plan or timing_plan(self.settings), run_cases, keep_going)
+                                  plan or timing_plan(self.settings), run_cases, keep_going,
+                                  first_calls=first_calls, second_pass=second_pass)
         key = self.request_key(request, purpose)
         if use_store and self.store is not None:
             cached = self.store.get_evaluation(key)
@@ -156,8 +161,8 @@ class Evaluator:
                 return cached
         rejected = self._policy_rejections(task, variants[1:])
         if rejected:
-            request = EvaluateRequest(task, tuple(v for v in variants if v.name not in rejected),
-                                      case_ids, verify, time, request.timing, run_cases, keep_going)
+            request = dataclasses.replace(
+                request, variants=tuple(v for v in variants if v.name not in rejected))
         mode = lock_mode(request.variants and self.device == "cuda", time)
         if mode and gpu_lock_covers_all() and task.name not in self.no_compile_pass:
             hung = self._compile_first(request, purpose)

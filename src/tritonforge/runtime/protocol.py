@@ -24,6 +24,11 @@ class EvaluateRequest:
     ``case_ids`` narrows the cases (None: all). With ``verify`` each non-reference variant is
     checked against the reference on every correctness case and seed; with ``time`` the
     performance cases are timed, all variants interleaved.
+
+    A verification's checks that judge the candidate as a whole rather than case by case run
+    where the request says: ``first_calls``, its first calls bare before any guard (verify.
+    shipped_checks.bare_first), in the first request that verifies it; ``second_pass``, the
+    recheck on a fresh seed and the bare-call probe, in the last (``search.cascade``).
     """
 
     task: Task
@@ -35,6 +40,8 @@ class EvaluateRequest:
     run_cases: bool = True        # run every selected case once per variant (baseline checks)
     keep_going: bool = False      # record a failing case and go on with the others (baselines)
     compile_only: bool = False    # kernels are compiled, never launched (Evaluator._compile_first)
+    first_calls: bool = True      # verify: the candidate's first calls bare, before any guard
+    second_pass: bool = True      # verify: the fresh-seed recheck and the bare-call probe
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         for st in [s for s in alive() if s is not reference]:
             report(Progress("verify", st.variant.name))
             try:
-                st.verdict = _verify(reference.module, st.module, task, cases, builder, dev, snapshot)
+                st.verdict = _verify(reference.module, st.module, task, cases, builder, dev, snapshot,
+                                     request)
             except BaseException as exc:  # noqa: BLE001
                 case_id, seed = getattr(exc, "tritonforge_where", (None, None))
                 st.failure, broken = classify_exception(exc, case_id=case_id, seed=seed)
@@ -328,9 +329,12 @@ def _integrity_snapshot() -> Any:
 
 
 def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
-            builder: InvocationBuilder, dev: str, snapshot: Any) -> Any:
-    return verify_against_reference(ref_module, cand_module, task, cases, builder, dev,
-                                    VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE))
+            builder: InvocationBuilder, dev: str, snapshot: Any,
+            request: EvaluateRequest) -> Any:
+    options = VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE,
+                            first_calls=request.first_calls, recheck=request.second_pass,
+                            shipped_check=request.second_pass)
+    return verify_against_reference(ref_module, cand_module, task, cases, builder, dev, options)
 
 
 # The recheck's fresh seed, drawn once per worker process rather than once per candidate. A

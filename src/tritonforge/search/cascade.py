@@ -10,6 +10,13 @@ never reaches it. A round defers its last tier when it holds performance cases a
 (``search.cases.split_deferred``): only the candidates the arbiter accepts after the timing on
 the cases that carry the original's time (``search.stages``) are verified there; every case
 again for the final check's finalists, in a fresh process (``search.final_check``).
+
+A verification's checks of the candidate as a whole run once per candidate, not once per tier:
+its first calls bare, before any guard (``verify.shipped_checks.bare_first``), in its first tier,
+where they are its first calls in that worker; the recheck on a fresh seed and the bare-call probe
+in its last. Each costs the original's runs as well as the candidate's: bare first three of the
+original's calls a case, the probe two or more. On the CPU interpreter, one verification of two
+attention-sized cases spent 43% of its time in bare first calls and 12% in the probe.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
                    on_tier: Callable[[int, int, int], None] = lambda tier, asked, passed: None,
                    in_time: Callable[[dict[str, VariantResult]], bool] = lambda got: True,
                    on_results: Callable[[int, dict[str, VariantResult]], None]
-                   = lambda tier, got: None) -> dict[str, VariantResult]:
+                   = lambda tier, got: None, fresh: bool = True) -> dict[str, VariantResult]:
     """``cands`` verified tier by tier: a candidate that fails a tier is never run on the next
     (its result is that failure); one that passes every tier has the last tier's result. A
     candidate the budget left unverified on a later tier is SKIPPED (``OUT_OF_TIME``).
@@ -55,7 +62,8 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
     rest are SKIPPED, never failed. A request that ran out of memory beside other workers runs
     again alone on the first, after the pool (``verify-alone``). ``on_tier(tier index,
     candidates asked, candidates passed)`` and ``on_results(tier index, its results)`` come
-    after, tier by tier."""
+    after, tier by tier. ``fresh``: the first tier is the candidates' first verification (their
+    first calls are made bare there); False for a tier checked after the round's own."""
     kept = [t for t in tiers if t]
     if not kept or not cands:
         return {}
@@ -78,7 +86,9 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
     def ask(ev: Evaluator, tier: int, cand: Candidate, purpose: str) -> VariantResult:
         try:
             evaluation = ev.evaluate(task, (variant(original, "original"), variant(cand, "candidate")),
-                                     purpose=purpose, case_ids=kept[tier], verify=True, time=False)
+                                     purpose=purpose, case_ids=kept[tier], verify=True, time=False,
+                                     first_calls=fresh and tier == 0,
+                                     second_pass=tier == len(kept) - 1)
             return evaluation.result("candidate")
         except Exception as exc:  # noqa: BLE001 - a request's failure is the candidate's result
             log.warning("verification request for %s failed: %s", cand.hash, exc)

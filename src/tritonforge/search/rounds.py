@@ -291,14 +291,16 @@ def _verify_deferred(state: SearchState, env: RoundEnv,
     unsafe: set[str] = set()
     with env.clock.phase("verify"):
         for _, decision, c in order:
-            got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash)
+            got = st.verify(state.task, state.original, [c], (late,), in_time,
+                            fresh=False).get(c.hash)
             found = set() if got is None or got.status in (Status.OK, Status.SKIPPED) else \
                 st._cases_the_original_crashes(state.task, state.original, [c], {c.hash: got},
                                                late)
             if found:
                 unsafe |= found
                 late = tuple(cid for cid in late if cid not in unsafe)
-                got = st.verify(state.task, state.original, [c], (late,), in_time).get(c.hash) \
+                got = st.verify(state.task, state.original, [c], (late,), in_time,
+                                fresh=False).get(c.hash) \
                     if late else VariantResult("candidate", c.hash, Status.OK)
             if got is not None and got.status is Status.OK:
                 return (decision, c), failed, unchecked, unsafe

@@ -65,9 +65,10 @@ class RoundStages:
     def verify(self, task: Task, original: Candidate, cands: list[Candidate],
                tiers: tuple[tuple[str, ...], ...],
                in_time: Callable[[dict[str, VariantResult]], bool] = lambda got: True,
-               ) -> dict[str, VariantResult]:
+               fresh: bool = True) -> dict[str, VariantResult]:
         """``cands`` verified against ``original`` in the cascade of ``tiers``; no request
-        starts once ``in_time(results so far)`` says no (``search.cascade.verify_cascade``)."""
+        starts once ``in_time(results so far)`` says no; ``fresh``: their first verification
+        (``search.cascade.verify_cascade``)."""
         def said(tier: int, asked: int, passed: int) -> None:
             if len(tiers) > 1:
                 log.info("%s: verification tier %d: %d of %d passed", task.name, tier + 1,
@@ -80,7 +81,7 @@ class RoundStages:
                 self._generated_walls += [r.wall_s for r in got.values()
                                           if r.status is not Status.SKIPPED and r.wall_s > 0]
         return verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time,
-                              on_results)
+                              on_results, fresh)
 
     def generated_tier_s(self) -> float | None:
         """Mean seconds of a candidate's verification request on the generated cases' tier

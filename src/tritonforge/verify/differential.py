@@ -88,6 +88,7 @@ class VerifyOptions:
     race_runs: int = 6                    # more runs to see the values a racing original leaves
     catch_errors: bool = False            # True: a candidate exception becomes Verdict.failure
     shipped_check: bool = True            # the bare-call probe (verify.shipped)
+    first_calls: bool = True              # the candidate's first calls bare, before any guard
     repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
     freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
 
@@ -547,7 +548,7 @@ def verify(
     # (a seed of its own: the recheck and the probe share theirs, and a candidate shown their
     # inputs first would see them "again")
     unwatched = v.bare_first(cases, first_nonce, fresh_seed(first_nonce + 1)) \
-        if options.shipped_check else None
+        if options.first_calls else None
     for case in cases:
         for seed in seeds_for(case):
             v.check(case, seed, rerun=False)
