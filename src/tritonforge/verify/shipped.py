@@ -268,32 +268,53 @@ def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocatio
         {f"input {p}": t for p, t in pristine.items()}
 
 
-def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
-               make_invocation: MakeInvocation, device: str,
-               compare: Callable[[Any, Any, str], list[Mismatch]],
-               ref: tuple[Any, dict[str, torch.Tensor]], cand: tuple[Any, dict[str, torch.Tensor]],
-               sync: Callable[[], None] | None) -> list[Mismatch]:
-    """How a candidate's bare call (``cand``: ``bare_outputs`` on the inputs the original's
-    bare call ``ref`` had) differs from the original's: unwritten elements masked; nothing where
-    the original, run again, differs from itself (it races); value differences only beyond
-    ``GROSS_NORM`` (an autotuner may have picked a config whose rounding verification never
-    saw); unwritten, NaN, shape differences always."""
-    (ref_result, ref_args), (result, args) = ref, cand
+def original_bare_view(reference: types.ModuleType, case: Case, seed: int,
+                       make_invocation: MakeInvocation, device: str,
+                       compare: Callable[[Any, Any, str], list[Mismatch]],
+                       ref: tuple[Any, dict[str, torch.Tensor]],
+                       sync: Callable[[], None] | None) -> tuple[dict[str, torch.Tensor], bool]:
+    """What the original's bare call ``ref`` (``bare_outputs``) needs to judge a candidate's:
+    (the elements it leaves unwritten, ``unwritten_masks``; whether a second bare call of it on
+    the same inputs agrees with the first: False, it races, and its bare calls judge nothing).
+    Two more calls of the original, both on ``ref``'s inputs."""
+    ref_result, ref_args = ref
     inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
     masks = unwritten_masks(reference, case, seed, make_invocation, device, inputs, sync)
-    ref_result = masked(ref_result, masks)
     again, again_args = bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
-    again = masked(again, masks)
     outs = [p for p in ref_args if not p.startswith("input ")]
-    if compare(ref_result, again, "return") or any(compare(ref_args[p], again_args[p], p)
-                                                   for p in outs):
-        return []
-    diffs = compare(ref_result, masked(result, masks), "return")
+    differs = compare(masked(ref_result, masks), masked(again, masks), "return") or \
+        any(compare(ref_args[p], again_args[p], p) for p in outs)
+    return masks, not differs
+
+
+def candidate_bare_diffs(ref: tuple[Any, dict[str, torch.Tensor]],
+                         cand: tuple[Any, dict[str, torch.Tensor]], masks: dict[str, torch.Tensor],
+                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> list[Mismatch]:
+    """How a candidate's bare call (``cand``: ``bare_outputs`` on the inputs the original's bare
+    call ``ref`` had) differs from the original's, the elements the original leaves unwritten
+    (``masks``) masked: value differences only beyond ``GROSS_NORM`` (an autotuner may have
+    picked a config whose rounding verification never saw); unwritten, NaN, shape differences
+    always."""
+    (ref_result, ref_args), (result, args) = ref, cand
+    outs = [p for p in ref_args if not p.startswith("input ")]
+    diffs = compare(masked(ref_result, masks), masked(result, masks), "return")
     for p in outs:
         if p in args:
             diffs.extend(compare(ref_args[p], args[p], p))
     return [m for m in diffs if m.kind not in ("value", "norm")
             or (m.rel_norm_err or 0.0) > GROSS_NORM]
+
+
+def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
+               make_invocation: MakeInvocation, device: str,
+               compare: Callable[[Any, Any, str], list[Mismatch]],
+               ref: tuple[Any, dict[str, torch.Tensor]], cand: tuple[Any, dict[str, torch.Tensor]],
+               sync: Callable[[], None] | None) -> list[Mismatch]:
+    """How a candidate's bare call differs from the original's (``candidate_bare_diffs``);
+    nothing where the original, run again, differs from itself (``original_bare_view``)."""
+    masks, agrees = original_bare_view(reference, case, seed, make_invocation, device, compare,
+                                       ref, sync)
+    return candidate_bare_diffs(ref, cand, masks, compare) if agrees else []
 
 
 def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
@@ -314,4 +335,5 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
 
 
 __all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
-           "disagrees_with_itself", "masked", "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]
+           "candidate_bare_diffs", "disagrees_with_itself", "masked", "original_bare_view",
+           "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import types
+import weakref
 from typing import Any, Sequence
 
 import torch
@@ -23,13 +25,44 @@ from .kinds import CheatKind
 from .poison import scrub_released
 from .runner import Run
 from .shipped import (
-    bare_diffs, bare_outputs, compare_probe, disagrees_with_itself, masked, plan_probe, run_probe,
-    unwritten_masks,
+    bare_outputs, candidate_bare_diffs, compare_probe, disagrees_with_itself, masked,
+    original_bare_view, plan_probe, run_probe, unwritten_masks,
 )
 
 log = logging.getLogger(__name__)
 
 BARE_FIRST_CASES = 4      # correctness cases the candidate's first, bare calls run on
+
+
+@dataclasses.dataclass
+class OriginalBare:
+    """The original's side of a bare first call on one (case, seed): its cloned result and
+    arguments (``bare_outputs``), then what judging a candidate needs (``original_bare_view``);
+    ``failed``: the original itself fails there (the guarded checks' to report)."""
+    result: Any = None
+    args: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    masks: dict[str, torch.Tensor] | None = None
+    agrees: bool | None = None
+    failed: bool = False
+
+
+def _case_key(case: Case) -> Any:
+    """A case by what it is, not its id: ids repeat across the case sets one process verifies on
+    (a generated case's draft and the case itself share one)."""
+    try:
+        hash(case)
+        return case
+    except TypeError:
+        return repr(case)
+
+
+# The original's bare first calls, per original module and (case, seed, device), for the worker's
+# life. A worker checks every candidate with the same nonce, so each one's first calls come on the
+# same seed, and the original's three calls a case there (its bare call, a poisoned one for the
+# unwritten elements, one more to see whether it agrees with itself) were the same every time.
+# The candidate cannot reach what is kept: it gets inputs of its own, copied from these.
+_ORIGINAL_BARE: "weakref.WeakKeyDictionary[types.ModuleType, dict[tuple, OriginalBare]]" = \
+    weakref.WeakKeyDictionary()
 
 # aten ops that allocate, view, copy, pad, concatenate or fill (data movement, no arithmetic on the
 # inputs): a candidate may use them although the original does not.
@@ -81,6 +114,7 @@ class ShippedChecks:
         """The candidate's FIRST calls of the verification, bare (no poisoned outputs, no
         recorder), on up to ``BARE_FIRST_CASES`` correctness cases against the original's bare
         calls (judged by ``verify.shipped.bare_diffs``): None if they match, else why not.
+        The original's side is made once per (case, seed) in a worker (``_ORIGINAL_BARE``).
         Made before any guarded call, since a candidate can see the guards (a poisoned
         ``torch.empty`` reads back its pattern) and latch into honest behaviour for the rest of the process: such a
         candidate passed every guarded check and the later bare probe, and returned its input
@@ -95,28 +129,42 @@ class ShippedChecks:
         # every candidate call comes before anything poisoned runs in this process: the
         # unwritten-element masks poison the original's outputs, and freed poisoned memory
         # handed to the candidate's own torch.empty would show it the guard
+        kept = _ORIGINAL_BARE.setdefault(self.reference, {})
         runs = []
         for case in picked:
-            try:
-                ref_result, ref_args = bare_outputs(self.reference, case, seed,
-                                                    self.make_invocation, self.device, None, sync)
-            except Exception:  # noqa: BLE001 - the original's failure: the guarded checks' to report
+            known = kept.setdefault((_case_key(case), seed, self.device), OriginalBare())
+            if known.failed:
                 continue
-            inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
+            if known.masks is None:
+                try:
+                    known.result, known.args = bare_outputs(self.reference, case, seed,
+                                                            self.make_invocation, self.device,
+                                                            None, sync)
+                except Exception:  # noqa: BLE001 - the original's failure: the guarded checks' to report
+                    known.failed = True
+                    continue
+            inputs = {p[len("input "):]: t for p, t in known.args.items() if p.startswith("input ")}
             try:
                 result, args = bare_outputs(self.candidate, case, seed, self.make_invocation,
                                             self.device, inputs, sync)
             except Exception as exc:  # noqa: BLE001 - raising only when unwatched is the cheat's
                 return (f"the first calls, bare, on case {case.id} seed {seed} raised "
                         f"{type(exc).__name__}: {str(exc)[:200]}")
-            runs.append((case, (ref_result, ref_args), (result, args)))
-        for case, ref, cand in runs:
-            try:
-                diffs = bare_diffs(self.reference, case, seed, self.make_invocation, self.device,
-                                   lambda a, b, path, c=case: self.compare(a, b, c, seed, path),
-                                   ref, cand, sync)
-            except Exception:  # noqa: BLE001 - the original failing here: nothing judged
+            runs.append((case, known, (result, args)))
+        for case, known, cand in runs:
+            compare = lambda a, b, path, c=case: self.compare(a, b, c, seed, path)  # noqa: E731
+            ref = (known.result, known.args)
+            if known.masks is None:
+                try:
+                    known.masks, known.agrees = original_bare_view(
+                        self.reference, case, seed, self.make_invocation, self.device, compare,
+                        ref, sync)
+                except Exception:  # noqa: BLE001 - the original failing here: nothing judged
+                    known.failed = True
+                    continue
+            if not known.agrees:
                 continue
+            diffs = candidate_bare_diffs(ref, cand, known.masks, compare)
             if diffs:
                 return (f"the first calls, bare, on case {case.id} seed {seed} differ from the "
                         f"original's: {diffs[0].output}: {diffs[0].message}")
