@@ -22,6 +22,7 @@ from ..verify.compare import compare_outputs, tolerance_table
 from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
+from ..verify.original_runs import ORIGINAL_RUNS
 from ..verify.shipped import shipped_after_timing
 from .autotune_picks import autotune_picks
 from .failures import classify_exception
@@ -333,7 +334,7 @@ def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
             request: EvaluateRequest) -> Any:
     options = VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE,
                             first_calls=request.first_calls, recheck=request.second_pass,
-                            shipped_check=request.second_pass)
+                            shipped_check=request.second_pass, original_runs=ORIGINAL_RUNS)
     return verify_against_reference(ref_module, cand_module, task, cases, builder, dev, options)
 
 

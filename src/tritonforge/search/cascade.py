@@ -16,7 +16,9 @@ its first calls bare, before any guard (``verify.shipped_checks.bare_first``), i
 where they are its first calls in that worker; the recheck on a fresh seed and the bare-call probe
 in its last. Each costs the original's runs as well as the candidate's: bare first three of the
 original's calls a case, the probe two or more. On the CPU interpreter, one verification of two
-attention-sized cases spent 43% of its time in bare first calls and 12% in the probe.
+attention-sized cases spent 43% of its time in bare first calls and 12% in the probe. With
+that and the original's runs kept per worker (``verify.original_runs``), the sin example's six
+candidates took 8-11 s to verify on the CPU interpreter (two runs), against 18-23 s before (four).
 """
 
 from __future__ import annotations

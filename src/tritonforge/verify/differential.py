@@ -52,6 +52,7 @@ from .integrity import IntegritySnapshot, check_integrity, integrity_snapshot, r
 from .kinds import CheatKind, MismatchKind
 from .nonfinite import NOTE as NONFINITE_NOTE
 from .nonfinite import nonfinite_from_finite
+from .original_runs import OriginalRuns
 from .race_values import OwnValues, tensor_at, unexplained
 from .runner import MakeInvocation, Run, run_variant
 from .shipped_checks import PLUMBING_OPS, ShippedChecks
@@ -91,6 +92,7 @@ class VerifyOptions:
     first_calls: bool = True              # the candidate's first calls bare, before any guard
     repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
     freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
+    original_runs: OriginalRuns | None = None   # the original's runs kept across verifications
 
 
 def uses_dot(module: types.ModuleType) -> bool:
@@ -209,10 +211,20 @@ class _Verifier(ShippedChecks):
         return compare_outputs(ref, cand, case_id=case.id, seed=seed,
                                tolerance_for=self.tolerance_for, path=path, uses_dot=self.uses_dot)
 
-    def _reference(self, case: Case, seed: int, poison: frozenset[str] = frozenset()) -> Run:
-        with _located(case, seed):
-            run = run_variant(self.reference, case, seed, self.make_invocation, self.device,
-                              poison=poison, keep_pristine=True)
+    def _reference(self, case: Case, seed: int, poison: frozenset[str] = frozenset(),
+                   again: bool = False) -> Run:
+        """The original's run on (case, seed) with ``poison`` outputs poisoned: kept from an
+        earlier candidate's check in this process where ``options.original_runs`` holds it,
+        unless ``again`` (a run to see the original vary: never a kept one, never kept)."""
+        kept = None if again else self.options.original_runs
+        key = kept.key(case, seed, poison, self.device) if kept is not None else None
+        run = kept.get(self.reference, key) if kept is not None else None
+        if run is None:
+            with _located(case, seed):
+                run = run_variant(self.reference, case, seed, self.make_invocation, self.device,
+                                  poison=poison, keep_pristine=True)
+            if kept is not None:
+                kept.put(self.reference, key, run)
         if run.error is not None:
             raise OracleFailure(f"the original fails on case {case.id!r} seed {seed}: "
                                 f"{type(run.error).__name__}: {run.error}",
@@ -333,7 +345,7 @@ class _Verifier(ShippedChecks):
         # what the original's own re-runs left at the differing outputs (for races)
         seen = OwnValues([m.output for m in found if m.kind in _VALUED])
         for _ in range(self.options.self_variation_runs):
-            again = self._reference(case, seed, poison=layout.outputs)
+            again = self._reference(case, seed, poison=layout.outputs, again=True)
             count(self._compare_run(ref, again, case, seed), own_runs)
             seen.add(again)
         if self.options.config_variation:
@@ -341,7 +353,7 @@ class _Verifier(ShippedChecks):
             # rounding differences are its own variation too (verify.config_variation)
             for _described in config_variants(self.reference):
                 try:
-                    again = self._reference(case, seed, poison=layout.outputs)
+                    again = self._reference(case, seed, poison=layout.outputs, again=True)
                 except OracleFailure:
                     continue                   # the original fails with that config: not rounding
                 diffs = self._compare_run(ref, again, case, seed)
@@ -395,7 +407,7 @@ class _Verifier(ShippedChecks):
                 return True
             if left < 0 or seen.runs >= self.options.self_variation_runs + self.options.race_runs:
                 return False
-            seen.add(self._reference(case, seed, poison=layout.outputs))
+            seen.add(self._reference(case, seed, poison=layout.outputs, again=True))
 
     def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
         found = self.compare(ref.result, cand.result, case, seed, "return")

@@ -22,6 +22,7 @@ from ..model import Case, Mismatch
 from .census import PROFILER_PLUMBING, foreign_kernels
 from .integrity import integrity_snapshot
 from .kinds import CheatKind
+from .original_runs import case_key
 from .poison import scrub_released
 from .runner import Run
 from .shipped import (
@@ -44,16 +45,6 @@ class OriginalBare:
     masks: dict[str, torch.Tensor] | None = None
     agrees: bool | None = None
     failed: bool = False
-
-
-def _case_key(case: Case) -> Any:
-    """A case by what it is, not its id: ids repeat across the case sets one process verifies on
-    (a generated case's draft and the case itself share one)."""
-    try:
-        hash(case)
-        return case
-    except TypeError:
-        return repr(case)
 
 
 # The original's bare first calls, per original module and (case, seed, device), for the worker's
@@ -132,7 +123,7 @@ class ShippedChecks:
         kept = _ORIGINAL_BARE.setdefault(self.reference, {})
         runs = []
         for case in picked:
-            known = kept.setdefault((_case_key(case), seed, self.device), OriginalBare())
+            known = kept.setdefault((case_key(case), seed, self.device), OriginalBare())
             if known.failed:
                 continue
             if known.masks is None:
