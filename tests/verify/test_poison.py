@@ -89,3 +89,11 @@ def test_a_poisoned_buffer_still_referred_to_is_not_scrubbed():
     del view
     module.scrub_released()
     assert all(s.data_ptr() != ptr for s in module._HELD)
+
+
+def test_a_tensor_without_a_storage_is_not_held():
+    from tritonforge.verify import poison as module
+    sparse = torch.zeros(3).to_sparse()
+    before = len(module._HELD)
+    module._hold(sparse)
+    assert len(module._HELD) == before

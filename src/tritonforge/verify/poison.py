@@ -65,8 +65,12 @@ _use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
 def _hold(t: torch.Tensor) -> None:
-    if _use_count is not None:
+    if _use_count is None:
+        return
+    try:
         _HELD.append(t.untyped_storage())
+    except (RuntimeError, NotImplementedError):   # no storage to hold (a sparse tensor)
+        pass
 
 
 def _capturing() -> bool:
