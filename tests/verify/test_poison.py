@@ -97,3 +97,26 @@ def test_a_tensor_without_a_storage_is_not_held():
     before = len(module._HELD)
     module._hold(sparse)
     assert len(module._HELD) == before
+
+
+def test_a_clone_that_carries_the_poison_is_held_too():
+    """An original that leaves elements of its output unwritten hands the poison to the clones
+    the verifier keeps of its result: they are scrubbed when freed, like the buffer itself."""
+    import types
+    from standin import T, build, spec_case
+    from tritonforge.verify import poison as module
+    from tritonforge.verify.runner import run_variant
+
+    def half(x):
+        out = torch.empty_like(x)
+        out[: x.numel() // 2] = x[: x.numel() // 2]
+        return out
+    m = types.ModuleType("half_writer")
+    m.half = half
+    run = run_variant(m, spec_case("c", "half", T(64)), 0, build, "cpu")
+    assert run.error is None and poison_mask(run.result).sum() == 32
+    ptr = run.result.untyped_storage().data_ptr()
+    assert any(s.data_ptr() == ptr for s in module._HELD)
+    clean = run_variant(m, spec_case("c", "half", T(64)), 0, build, "cpu")
+    clean_ptr = clean.args["arg[0]"].untyped_storage().data_ptr()
+    assert not any(s.data_ptr() == clean_ptr for s in module._HELD)   # no poison: not held

@@ -77,6 +77,17 @@ def _capturing() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
+def hold_poisoned(tree_tensors) -> None:
+    """Hold, like a buffer poisoned here, every tensor of ``tree_tensors`` that holds the poison
+    somewhere: a clone of an output that leaves elements unwritten carries the poison into
+    memory of its own, which would otherwise be freed with it."""
+    for t in tree_tensors:
+        if isinstance(t, torch.Tensor) and t.numel() and can_poison(t):
+            mask = poison_mask(t)
+            if mask is not None and bool(mask.any()):
+                _hold(t)
+
+
 def scrub_released(collect: bool = False) -> int:
     """Zero every poisoned storage that only this module still holds, and let it go; returns how
     many. Storages someone else still refers to (a buffer a candidate caches) stay held and are

@@ -26,7 +26,7 @@ from .freshness import (
     subclassed,
 )
 from .guards import LaunchCounter, TorchCallRecorder, count_launches, record_torch_calls
-from .poison import poison_, poison_allocations
+from .poison import hold_poisoned, poison_, poison_allocations
 from .tree import bitwise_equal, clone_tree, iter_tensors, shares_memory
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ def run_variant(
     run.returned = returned_tensors(result)
     run.result = clone_tree(result)
     run.args = {p: clone_tree(t) for p, t in tensors.items()}
+    hold_poisoned(_clones(run.result, run.args))
     if synchronize is None:
         return run
     returned = [t for _, t in iter_tensors(result, "return")]
@@ -135,4 +136,10 @@ def run_variant(
     synchronize()
     run.late_result = clone_tree(result)
     run.late_args = {p: clone_tree(t) for p, t in tensors.items() if p not in scramble}
+    hold_poisoned(_clones(run.late_result, run.late_args))
     return run
+
+
+def _clones(result: Any, args: dict[str, Any]) -> list[torch.Tensor]:
+    return [t for _, t in iter_tensors(result, "return")] + \
+        [t for p, a in args.items() for _, t in iter_tensors(a, p)]
