@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | tests | verify | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
+# Steps: env | probe | hostprobe | flushprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
 #   scaling: NAMES (default the first 12 of pass-order.txt) on one GPU and on two, at SCALING_S
 #   seconds a record (default 20), side by side on a host of 3+ GPUs (GPU 0; GPUs 1,2), else one
 #   after the other (GPU 0; GPUs 0,1); scaling.md compares them
@@ -22,6 +22,8 @@
 #   PASS_GPU     the pass step runs only where every GPU's name contains this (e.g. H100): a pass
 #                is one kind of GPU, and a kind asked for can come as another
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
+#   VP_NAMES     comma-separated records for the verifyprofile step (default add_value,
+#                attention_forward_triton)
 # Long steps stop at a time budget and resume from their run store under .gpu-store/ (git-ignored):
 # the script packs the stores into $OUT/gpu-store.tgz at the end (and every log and summary into
 # $OUT/session.tgz); unpack gpu-store.tgz here into the repo root and name .gpu-store in the next
@@ -125,6 +127,15 @@ for step in "$@"; do
       timeout "$(( $(left) < ${TESTS_S:-200} ? $(left) : ${TESTS_S:-200} ))" python3 -m pytest -q tests/verify -p no:cacheprovider 2>&1 | tee "$OUT/verify-gpu.log" | tail -15
       (cd tests/verify && timeout 120 python3 print_catalogue.py) > "$OUT/catalogue-gpu.txt" 2>&1; tail -5 "$OUT/catalogue-gpu.txt"
       unset TRITONFORGE_VERIFY_DEVICE
+      ;;
+    verifyprofile)
+      # where one candidate's verification spends its seconds (scripts/verify_profile.py):
+      # VP_NAMES records (default two: a cheap one and an attention kernel), a warm second request
+      # profiled per record into $OUT/verify-profile/
+      log "verification profile: ${VP_NAMES:-add_value,attention_forward_triton}"
+      timeout "$(( $(left) < 240 ? $(left) : 240 ))" python3 scripts/verify_profile.py \
+        $(echo "${VP_NAMES:-add_value,attention_forward_triton}" | tr , ' ') --cases 2 \
+        --out "$OUT/verify-profile" 2>&1 | grep -v "^USDT" | tail -40
       ;;
     baseline)
       log "baseline sweep (budget $(( $(left) - 60 )) s)"
