@@ -31,6 +31,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default="verify-profile")
     args = ap.parse_args(argv)
 
+    import os
+
+    import torch
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"      # before triton is imported, as the worker does
     from tritonforge.model import CaseRole, Variant
     from tritonforge.runtime.protocol import EvaluateRequest
     from tritonforge.runtime.worker_main import _device_info
@@ -69,10 +74,11 @@ def main(argv: list[str]) -> int:
                 evaluation, broken = evaluate_request(request, device, Path(module_dir), report)
                 prof.disable()
                 took = time.perf_counter() - t0
-            verdict = evaluation.results[1].verdict
-            print(f"{task.name}: request {attempt} took {took:.2f} s; verdict "
-                  f"{'passed' if verdict and verdict.passed else verdict}; broken={broken}",
-                  flush=True)
+            print(f"{task.name}: request {attempt} took {took:.2f} s; broken={broken}", flush=True)
+            for r in evaluation.results:
+                verdict = r.verdict.summary(3) if r.verdict is not None else ""
+                failure = r.failure.one_line() if r.failure is not None else ""
+                print(f"  {r.variant}: {r.status.value} {verdict} {failure}"[:400], flush=True)
             if attempt == 2:
                 text = io.StringIO()
                 pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
