@@ -72,3 +72,14 @@ def test_cases_that_share_an_id_are_kept_apart():
         cases = [spec_case("same-id", "scale", T(n), 2.0)]
         got = verify(ref, load(HERE / "scale_honest_warps.py"), cases, build, options=options)
         assert got.passed, got.summary(5)
+
+
+def test_a_case_too_large_to_keep_is_made_again(family, monkeypatch):
+    monkeypatch.setattr(shipped_checks, "BARE_KEEP_BYTES", 64)
+    ref = load(HERE / "scale_ref.py")
+    options = VerifyOptions(nonce=9, catch_errors=True, recheck=False, shipped_check=False)
+    got = verify(ref, load(HERE / "scale_honest_warps.py"), family, build, options=options)
+    assert got.passed
+    assert not shipped_checks._ORIGINAL_BARE.get(ref)
+    cheat = verify(ref, load(HERE / "scale_watch_latch.py"), family, build, options=options)
+    assert "cheat:watched" in reasons(cheat)

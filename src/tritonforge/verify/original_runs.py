@@ -41,17 +41,20 @@ def case_key(case: Case) -> Any:
         return repr(case)
 
 
-def run_bytes(run: Run) -> int:
-    """Bytes of the tensors a kept run holds (its result, arguments before and after, late ones)."""
+def tree_bytes(tree: Any) -> int:
+    """Bytes of the distinct tensors in ``tree`` (nested tuples, lists and dicts)."""
     seen: set[int] = set()
     total = 0
-    for tree, path in ((run.result, "return"), (run.args, "arg"), (run.pristine, "pristine"),
-                       (run.late_result, "late"), (run.late_args or {}, "late arg")):
-        for _, t in iter_tensors(tree, path):
-            if isinstance(t, torch.Tensor) and id(t) not in seen:
-                seen.add(id(t))
-                total += t.numel() * t.element_size()
+    for _, t in iter_tensors(tree, "tree"):
+        if isinstance(t, torch.Tensor) and id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
     return total
+
+
+def run_bytes(run: Run) -> int:
+    """Bytes of the tensors a kept run holds (its result, arguments before and after, late ones)."""
+    return tree_bytes((run.result, run.args, run.pristine, run.late_result, run.late_args or {}))
 
 
 class OriginalRuns:

@@ -22,7 +22,7 @@ from ..model import Case, Mismatch
 from .census import PROFILER_PLUMBING, foreign_kernels
 from .integrity import integrity_snapshot
 from .kinds import CheatKind
-from .original_runs import case_key
+from .original_runs import case_key, tree_bytes
 from .poison import scrub_released
 from .runner import Run
 from .shipped import (
@@ -33,6 +33,7 @@ from .shipped import (
 log = logging.getLogger(__name__)
 
 BARE_FIRST_CASES = 4      # correctness cases the candidate's first, bare calls run on
+BARE_KEEP_BYTES = 256 << 20   # the original's side of one case is kept only up to this size
 
 
 @dataclasses.dataclass
@@ -123,7 +124,8 @@ class ShippedChecks:
         kept = _ORIGINAL_BARE.setdefault(self.reference, {})
         runs = []
         for case in picked:
-            known = kept.setdefault((case_key(case), seed, self.device), OriginalBare())
+            key = (case_key(case), seed, self.device)
+            known = kept.setdefault(key, OriginalBare())
             if known.failed:
                 continue
             if known.masks is None:
@@ -141,8 +143,8 @@ class ShippedChecks:
             except Exception as exc:  # noqa: BLE001 - raising only when unwatched is the cheat's
                 return (f"the first calls, bare, on case {case.id} seed {seed} raised "
                         f"{type(exc).__name__}: {str(exc)[:200]}")
-            runs.append((case, known, (result, args)))
-        for case, known, cand in runs:
+            runs.append((case, key, known, (result, args)))
+        for case, key, known, cand in runs:
             compare = lambda a, b, path, c=case: self.compare(a, b, c, seed, path)  # noqa: E731
             ref = (known.result, known.args)
             if known.masks is None:
@@ -153,6 +155,8 @@ class ShippedChecks:
                 except Exception:  # noqa: BLE001 - the original failing here: nothing judged
                     known.failed = True
                     continue
+            if tree_bytes((known.result, known.args, known.masks)) > BARE_KEEP_BYTES:
+                kept.pop(key, None)          # too large to keep in a worker: made again next time
             if not known.agrees:
                 continue
             diffs = candidate_bare_diffs(ref, cand, known.masks, compare)
