@@ -201,3 +201,60 @@ def test_first_calls_off_the_latch_cheat_passes_and_on_it_is_caught():
     on = VerifyOptions(nonce=3, catch_errors=True)
     assert "cheat:watched" in reasons(verify(ref, load(HERE / "scale_watch_latch.py"), cases,
                                              build, options=on))
+
+
+LATCH_PAST_THE_CORRECTNESS_SIZES = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * a, mask=mask)
+
+
+def scale(x, a):
+    seen = torch.empty(1).item()
+    if seen != seen:                          # the verifier's poison: watched from now on
+        scale.watched = True
+    y = torch.empty_like(x)
+    n = x.numel()
+    if n > 4096 and not scale.__dict__.get("watched", False):
+        n = n // 2                            # unwatched and large: half the work
+    scale_kernel[(triton.cdiv(n, 512),)](x, y, a, n, BLOCK=512)
+    y[n:] = 0
+    return y
+'''
+
+
+def test_a_latch_that_cheats_only_past_the_correctness_sizes_is_caught_on_the_last_performance_case(tmp_path):
+    """Bare first calls on correctness cases alone passed it (every guarded call was latched)."""
+    from dataclasses import replace
+    path = tmp_path / "scale_latch_large.py"
+    path.write_text(LATCH_PAST_THE_CORRECTNESS_SIZES)
+    cases = FAMILIES["scale"][1] + [replace(spec_case("perf-big", "scale", T(20000), 0.5),
+                                            role=CaseRole.PERFORMANCE, seeds=(0,))]
+    ref = load(HERE / "scale_ref.py")
+    verdict = verify(ref, load(path), cases, build, options=VerifyOptions(nonce=1, catch_errors=True))
+    assert "cheat:watched" in reasons(verdict)
+    honest = verify(ref, load(HERE / "scale_honest_warps.py"), cases, build,
+                    options=VerifyOptions(nonce=1, catch_errors=True))
+    assert honest.passed, honest.summary(5)
+
+
+def test_out_of_memory_on_the_last_performance_case_bare_judges_nothing(tmp_path):
+    """Its inputs come beside the original's kept outputs there: out of memory is the machine's,
+    and an exception in a user's process is no wrong result."""
+    from dataclasses import replace
+    path = tmp_path / "scale_oom_large.py"
+    path.write_text(LATCH_PAST_THE_CORRECTNESS_SIZES.replace(
+        "        n = n // 2                            # unwatched and large: half the work",
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2 GiB')"))
+    cases = FAMILIES["scale"][1] + [replace(spec_case("perf-big", "scale", T(20000), 0.5),
+                                            role=CaseRole.PERFORMANCE, seeds=(0,))]
+    verdict = verify(load(HERE / "scale_ref.py"), load(path), cases, build,
+                     options=VerifyOptions(nonce=1, catch_errors=True))
+    assert verdict.passed, verdict.summary(5)

@@ -48,6 +48,11 @@ class OriginalBare:
     failed: bool = False
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)) or \
+        "out of memory" in str(exc).lower()
+
+
 # The original's bare first calls, per original module and (case, seed, device), for the worker's
 # life. A worker checks every candidate with the same nonce, so each one's first calls come on the
 # same seed, and the original's three calls a case there (its bare call, a poisoned one for the
@@ -113,9 +118,18 @@ class ShippedChecks:
         unchanged in a process with no verifier (a red-team attack on the CPU interpreter,
         2026-11-26). ``verify`` holds what this returns against the candidate only when every
         guarded check passed: there it is ``watched``; a plainly wrong candidate keeps the
-        mismatch its guarded checks find."""
-        pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
+        mismatch its guarded checks find.
+
+        The last performance case among ``cases`` is made bare too: a candidate that latches
+        and cheats only past the correctness cases' sizes (half the work above 4096 elements,
+        unwatched) passed every check with correctness cases alone here (a red-team attack on
+        the CPU interpreter, 2026-11-26). Out of memory there (its inputs beside the original's
+        kept outputs) judges nothing: an exception in a user's process is not a wrong result."""
+        correct = [c for c in cases if c.role.value == "correctness"]
+        pool = correct or list(cases)
         picked = random.Random(nonce).sample(pool, min(BARE_FIRST_CASES, len(pool)))
+        largest = [c for c in cases if c.role.value != "correctness"][-1:] if correct else []
+        picked += largest
         scrub_released(collect=True)     # no earlier check's poison left in freed memory to find
         sync = torch.cuda.synchronize if self.device.startswith("cuda") else None
         # every candidate call comes before anything poisoned runs in this process: the
@@ -141,6 +155,8 @@ class ShippedChecks:
                 result, args = bare_outputs(self.candidate, case, seed, self.make_invocation,
                                             self.device, inputs, sync)
             except Exception as exc:  # noqa: BLE001 - raising only when unwatched is the cheat's
+                if case in largest and _out_of_memory(exc):
+                    continue
                 return (f"the first calls, bare, on case {case.id} seed {seed} raised "
                         f"{type(exc).__name__}: {str(exc)[:200]}")
             runs.append((case, key, known, (result, args)))
