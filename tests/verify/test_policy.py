@@ -131,6 +131,14 @@ NOTICING = [
     ("import tritonforge\n", "import"),
     ("import sys\nf = sys._getframe(1)\n", "introspection"),
     ("import sys\nm = sys.modules['tritonforge']\n", "introspection"),
+    # the worker's command line names it (a red-team finding: open() read it unrefused)
+    ("flag = open('/proc/self/cmdline').read()\n", "file_read"),
+    ("flag = open('/proc/self/environ', 'rb').read()\n", "file_read"),
+    ("def f(p):\n    return open(p).read()\n", "file_read"),
+    ("import numpy as np\nb = np.fromfile('/proc/self/cmdline', dtype=np.uint8)\n", "file_read"),
+    ("t = torch.load('/tmp/run/inputs.pt')\n", "file_read"),
+    ("d = triton.runtime.cache.default_cache_dir()\n", "harness"),
+    ("d = triton.knobs.cache.dir\n", "harness"),
 ]
 
 
@@ -147,6 +155,8 @@ def test_what_would_notice_the_verifier_is_refused(snippet, rule):
     "s = torch.cuda.current_stream()\n",
     "g = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g)\n",
     "n = triton.cdiv(10, 3)\n",
+    "table = open('table.txt').read()\n",
+    "dev = triton.runtime.driver.active.get_current_device()\n",
 ])
 def test_ordinary_kernel_code_is_not_refused(snippet):
     result = check_source(HEADER + snippet)

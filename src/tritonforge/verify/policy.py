@@ -55,6 +55,8 @@ _HARNESS_PATHS = {
     "triton.knobs.runtime.jit_cache_hook": ("harness", "Triton's compile hooks"),
     "triton.knobs.runtime.jit_post_compile_hook": ("harness", "Triton's compile hooks"),
     "triton.runtime.interpreter": ("harness", "Triton's interpreter"),
+    "triton.runtime.cache": ("harness", "Triton's cache, whose place names the run"),
+    "triton.knobs.cache": ("harness", "Triton's cache, whose place names the run"),
     "os.environ": ("env", "the environment"),
     "os.getenv": ("env", "the environment"),
     "os.environb": ("env", "the environment"),
@@ -89,6 +91,10 @@ _FILE_CALLS = {
 }
 _SAVE_CALLS = {"torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
                "numpy.savetxt"}
+# reading a file tells a verifier's process from a user's (/proc/self/cmdline names the worker, a
+# red-team finding on the CPU, 2026-11-26): only constant relative paths, as for writes
+_READ_CALLS = {"torch.load", "torch.from_file", "numpy.load", "numpy.fromfile", "numpy.loadtxt",
+               "numpy.genfromtxt", "numpy.memmap", "numpy.fromregex"}
 _SETTINGS_CALLS = {
     "torch.set_default_dtype", "torch.set_default_device", "torch.set_float32_matmul_precision",
     "torch.use_deterministic_algorithms", "torch.set_default_tensor_type", "os.putenv",
@@ -111,7 +117,7 @@ _VERSION_ATTRS = {"_version"}
 class PolicyViolation:
     line: int
     col: int
-    rule: str          # syntax | import | exec | process | file_write | monkeypatch | env
+    rule: str          # syntax | import | exec | process | file_write | file_read | monkeypatch | env
                        # | settings | library | internals | private | harness | clock | random
                        # | introspection
     message: str
@@ -343,6 +349,8 @@ class _Checker(ast.NodeVisitor):
         elif path in _SAVE_CALLS:
             self._path_argument(node, path, node.args[1] if path == "torch.save" and
                                 len(node.args) > 1 else (node.args[0] if node.args else None))
+        elif path in _READ_CALLS:
+            self._path_argument(node, path, node.args[0] if node.args else None, "file_read")
         elif path in _SETTINGS_CALLS:
             self.flag(node, "settings", f"calls {path}(): changes a global setting the original "
                                         f"and the timer rely on")
@@ -356,20 +364,25 @@ class _Checker(ast.NodeVisitor):
         mode_node = node.args[1] if len(node.args) > 1 else \
             next((k.value for k in node.keywords if k.arg == "mode"), None)
         if mode_node is None:
+            self._path_argument(node, "open", node.args[0] if node.args else None, "file_read")
             return
         if not (isinstance(mode_node, ast.Constant) and isinstance(mode_node.value, str)):
             self.flag(node, "file_write", "open() with a mode that is not a constant")
             return
         if set(mode_node.value) & set("wax+"):
             self._path_argument(node, "open", node.args[0] if node.args else None)
+        else:
+            self._path_argument(node, "open", node.args[0] if node.args else None, "file_read")
 
-    def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None) -> None:
+    def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None,
+                       rule: str = "file_write") -> None:
         ok = isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
             not arg.value.startswith(("/", "~", "\\")) and ".." not in arg.value.replace("\\", "/").split("/")
         if not ok:
             shown = ast.unparse(arg) if arg is not None else "?"
-            self.flag(node, "file_write", f"{what}() writes to {shown}: only constant relative "
-                                          f"paths inside the run directory are allowed")
+            verb = "reads" if rule == "file_read" else "writes to"
+            self.flag(node, rule, f"{what}() {verb} {shown}: only constant relative "
+                                  f"paths inside the run directory are allowed")
 
 
 def _harness_rule(path: str) -> tuple[str, str] | None:
