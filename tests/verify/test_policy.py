@@ -58,7 +58,6 @@ ACCEPTED = [
     "class K:\n    def __init__(self):\n        self.cache = {}\n        self.cache['k'] = 1\n",
     "_CACHE = {}\n_CACHE['x'] = 1\n",
     "open('notes.txt', 'w')\n",
-    "with open('data.bin', 'rb') as fh:\n    pass\n",
     "stream = torch.cuda.Stream()\n",
     "dev = torch.cuda.current_device()\nprops = triton.runtime.driver.active.utils\n",
     "import logging\nlog = logging.getLogger(__name__)\nlog.setLevel(10)\n",
@@ -137,6 +136,12 @@ NOTICING = [
     ("def f(p):\n    return open(p).read()\n", "file_read"),
     ("import numpy as np\nb = np.fromfile('/proc/self/cmdline', dtype=np.uint8)\n", "file_read"),
     ("t = torch.load('/tmp/run/inputs.pt')\n", "file_read"),
+    ("table = open('table.txt').read()\n", "file_read"),      # the run's files lie beside it
+    ("with open('data.bin', 'rb') as fh:\n    pass\n", "file_read"),
+    ("flag = __name__.startswith('tf_')\n", "introspection"),  # the worker's module name
+    ("flag = '/tmp' in __file__\n", "introspection"),
+    ("def f():\n    return f.__module__\n", "introspection"),
+    ("flag = globals()['__name__']\n", "introspection"),
     ("d = triton.runtime.cache.default_cache_dir()\n", "harness"),
     ("d = triton.knobs.cache.dir\n", "harness"),
 ]
@@ -155,7 +160,8 @@ def test_what_would_notice_the_verifier_is_refused(snippet, rule):
     "s = torch.cuda.current_stream()\n",
     "g = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g)\n",
     "n = triton.cdiv(10, 3)\n",
-    "table = open('table.txt').read()\n",
+    "import logging\nlog = logging.getLogger(__name__)\n",
+    "def main():\n    pass\nif __name__ == '__main__':\n    main()\n",
     "dev = triton.runtime.driver.active.get_current_device()\n",
 ])
 def test_ordinary_kernel_code_is_not_refused(snippet):

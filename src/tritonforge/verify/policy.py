@@ -111,6 +111,11 @@ _INTERNALS = {"__subclasses__", "__globals__", "__code__", "__builtins__", "f_gl
 # inputs with torch ops, while writes that bump no counter (a kernel's stores, ``.data``) go
 # unseen (a red-team cache keyed on id() and ``_version``, CPU interpreter, 2026-11-26)
 _VERSION_ATTRS = {"_version"}
+# what names the module a candidate is imported as (the worker's ``tf_<task>_<hash>`` file, not
+# the user's): a candidate honest only under that name passed every check (a red-team finding,
+# CPU, 2026-11-26); ``if __name__ == "__main__":`` stays allowed
+_MODULE_IDENTITY = {"__name__", "__file__", "__spec__", "__loader__", "__cached__", "__package__"}
+_MODULE_IDENTITY_ATTRS = {"__module__", "__file__", "__spec__", "__loader__"}
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,9 @@ class _Checker(ast.NodeVisitor):
         self.allowed = allowed
         self.aliases: dict[str, str] = {}     # local name -> dotted path of a module (attribute)
         self.found: list[PolicyViolation] = []
+        # ``__name__`` nodes that say nothing of the harness: ``__name__ == "__main__"`` and
+        # ``logging.getLogger(__name__)``
+        self._main_checks: set[int] = set()
 
     def flag(self, node: ast.AST, rule: str, message: str) -> None:
         self.found.append(PolicyViolation(getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
@@ -271,10 +279,26 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in ("__builtins__", "__import__"):
             self.flag(node, "exec", f"uses {node.id}")
+        elif node.id in _MODULE_IDENTITY and isinstance(node.ctx, ast.Load) \
+                and id(node) not in self._main_checks:
+            self.flag(node, "introspection", f"reads {node.id}: the module's name and file are "
+                                             f"the harness's, not the user's")
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """``if __name__ == "__main__":`` is ordinary (a script's guard): its ``__name__`` says
+        only whether the file runs as a script."""
+        sides = [node.left, *node.comparators]
+        if any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
+            self._main_checks.update(id(x) for x in sides
+                                     if isinstance(x, ast.Name) and x.id == "__name__")
+        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _INTERNALS:
             self.flag(node, "internals", f"reaches interpreter internals through .{node.attr}")
+        if node.attr in _MODULE_IDENTITY_ATTRS:
+            self.flag(node, "introspection", f"reads .{node.attr}: the module's name and file are "
+                                             f"the harness's, not the user's")
         if node.attr in _VERSION_ATTRS:
             self.flag(node, "private", f"reads a tensor's version counter (.{node.attr}): it "
                                        f"tells a cache whether its inputs changed")
@@ -296,6 +320,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if self.resolve(func) == "logging.getLogger":     # a logger named after its module
+            self._main_checks.update(id(a) for a in node.args
+                                     if isinstance(a, ast.Name) and a.id == "__name__")
         if isinstance(func, ast.Name) and func.id not in self.aliases:
             self._builtin_call(node, func.id)
         path = self.resolve(func)
@@ -322,6 +349,9 @@ class _Checker(ast.NodeVisitor):
                                                f"replaces part of {path.split('.')[0]}")
         elif name == "open":
             self._open(node)
+        elif name == "globals":
+            self.flag(node, "introspection", "calls globals(): the module's name and file are "
+                                             "the harness's, not the user's")
         elif name == "getattr":
             self._getattr(node)
 
@@ -350,7 +380,7 @@ class _Checker(ast.NodeVisitor):
             self._path_argument(node, path, node.args[1] if path == "torch.save" and
                                 len(node.args) > 1 else (node.args[0] if node.args else None))
         elif path in _READ_CALLS:
-            self._path_argument(node, path, node.args[0] if node.args else None, "file_read")
+            self._read(node, path)
         elif path in _SETTINGS_CALLS:
             self.flag(node, "settings", f"calls {path}(): changes a global setting the original "
                                         f"and the timer rely on")
@@ -364,7 +394,7 @@ class _Checker(ast.NodeVisitor):
         mode_node = node.args[1] if len(node.args) > 1 else \
             next((k.value for k in node.keywords if k.arg == "mode"), None)
         if mode_node is None:
-            self._path_argument(node, "open", node.args[0] if node.args else None, "file_read")
+            self._read(node, "open")
             return
         if not (isinstance(mode_node, ast.Constant) and isinstance(mode_node.value, str)):
             self.flag(node, "file_write", "open() with a mode that is not a constant")
@@ -372,7 +402,15 @@ class _Checker(ast.NodeVisitor):
         if set(mode_node.value) & set("wax+"):
             self._path_argument(node, "open", node.args[0] if node.args else None)
         else:
-            self._path_argument(node, "open", node.args[0] if node.args else None, "file_read")
+            self._read(node, "open")
+
+    def _read(self, node: ast.Call, what: str) -> None:
+        """Any read of a file: what the files around a worker hold (its command line under
+        /proc/self, the run's store beside it) tells a verifier's process from a user's."""
+        arg = node.args[0] if node.args else None
+        shown = ast.unparse(arg) if arg is not None else "?"
+        self.flag(node, "file_read", f"{what}({shown}) reads a file: a candidate reads none (what "
+                                     f"it would find tells a verifier's process from a user's)")
 
     def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None,
                        rule: str = "file_write") -> None:
