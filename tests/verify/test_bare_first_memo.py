@@ -12,7 +12,8 @@ from tritonforge.verify import VerifyOptions, reasons, verify
 from tritonforge.verify import shipped_checks
 
 
-def _counting(module, calls):
+def counting_scale(module, calls):
+    """``module.scale`` wrapped to append to ``calls`` at each call of it."""
     fn = module.scale
 
     def scale(*args, **kwargs):
@@ -29,7 +30,7 @@ def family():
 
 def test_a_second_candidate_costs_the_original_no_bare_call_and_is_still_judged(family):
     calls: list[int] = []
-    ref = _counting(load(HERE / "scale_ref.py"), calls)
+    ref = counting_scale(load(HERE / "scale_ref.py"), calls)
     bare_only = VerifyOptions(nonce=5, catch_errors=True, recheck=False, shipped_check=False)
     first = verify(ref, load(HERE / "scale_honest_warps.py"), family, build, options=bare_only)
     assert first.passed, first.summary(5)

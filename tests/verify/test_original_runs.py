@@ -6,22 +6,13 @@ budget holds."""
 from __future__ import annotations
 
 from standin import T, build, spec_case
+from test_bare_first_memo import counting_scale as _counting
 from test_catalogue import FAMILIES, HERE, load
 from tritonforge.verify import VerifyOptions, reasons, verify
 from tritonforge.verify.original_runs import OriginalRuns, run_bytes
 from tritonforge.verify.runner import Run
 
 import torch
-
-
-def _counting(module, calls):
-    fn = module.scale
-
-    def scale(*args, **kwargs):
-        calls.append(1)
-        return fn(*args, **kwargs)
-    module.scale = scale
-    return module
 
 
 def _options(kept, nonce=11):

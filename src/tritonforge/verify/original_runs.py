@@ -96,10 +96,6 @@ class OriginalRuns:
     def _total(self) -> int:
         return sum(size for runs in self._runs.values() for _, size in runs.values())
 
-    def clear(self) -> None:
-        self._runs = weakref.WeakKeyDictionary()
-        self.hits = 0
-
 
 # one per process: a worker's verifications share it (a candidate cannot reach it: the policy
 # refuses ``gc`` and frame access, and the tensors it is handed are copies)

@@ -92,7 +92,7 @@ _FILE_CALLS = {
 _SAVE_CALLS = {"torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
                "numpy.savetxt"}
 # reading a file tells a verifier's process from a user's (/proc/self/cmdline names the worker, a
-# red-team finding on the CPU, 2026-11-26): only constant relative paths, as for writes
+# red-team finding on the CPU, 2026-11-26): refused whatever the path (``_Checker._read``)
 _READ_CALLS = {"torch.load", "torch.from_file", "numpy.load", "numpy.fromfile", "numpy.loadtxt",
                "numpy.genfromtxt", "numpy.memmap", "numpy.fromregex"}
 _SETTINGS_CALLS = {
@@ -168,7 +168,7 @@ class _Checker(ast.NodeVisitor):
         self.found: list[PolicyViolation] = []
         # ``__name__`` nodes that say nothing of the harness: ``__name__ == "__main__"`` and
         # ``logging.getLogger(__name__)``
-        self._main_checks: set[int] = set()
+        self._plain_names: set[int] = set()
 
     def flag(self, node: ast.AST, rule: str, message: str) -> None:
         self.found.append(PolicyViolation(getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
@@ -280,7 +280,7 @@ class _Checker(ast.NodeVisitor):
         if node.id in ("__builtins__", "__import__"):
             self.flag(node, "exec", f"uses {node.id}")
         elif node.id in _MODULE_IDENTITY and isinstance(node.ctx, ast.Load) \
-                and id(node) not in self._main_checks:
+                and id(node) not in self._plain_names:
             self.flag(node, "introspection", f"reads {node.id}: the module's name and file are "
                                              f"the harness's, not the user's")
 
@@ -289,7 +289,7 @@ class _Checker(ast.NodeVisitor):
         only whether the file runs as a script."""
         sides = [node.left, *node.comparators]
         if any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
-            self._main_checks.update(id(x) for x in sides
+            self._plain_names.update(id(x) for x in sides
                                      if isinstance(x, ast.Name) and x.id == "__name__")
         self.generic_visit(node)
 
@@ -321,7 +321,7 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if self.resolve(func) == "logging.getLogger":     # a logger named after its module
-            self._main_checks.update(id(a) for a in node.args
+            self._plain_names.update(id(a) for a in node.args
                                      if isinstance(a, ast.Name) and a.id == "__name__")
         if isinstance(func, ast.Name) and func.id not in self.aliases:
             self._builtin_call(node, func.id)
@@ -412,15 +412,13 @@ class _Checker(ast.NodeVisitor):
         self.flag(node, "file_read", f"{what}({shown}) reads a file: a candidate reads none (what "
                                      f"it would find tells a verifier's process from a user's)")
 
-    def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None,
-                       rule: str = "file_write") -> None:
+    def _path_argument(self, node: ast.Call, what: str, arg: ast.AST | None) -> None:
         ok = isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
             not arg.value.startswith(("/", "~", "\\")) and ".." not in arg.value.replace("\\", "/").split("/")
         if not ok:
             shown = ast.unparse(arg) if arg is not None else "?"
-            verb = "reads" if rule == "file_read" else "writes to"
-            self.flag(node, rule, f"{what}() {verb} {shown}: only constant relative "
-                                  f"paths inside the run directory are allowed")
+            self.flag(node, "file_write", f"{what}() writes to {shown}: only constant relative "
+                                          f"paths inside the run directory are allowed")
 
 
 def _harness_rule(path: str) -> tuple[str, str] | None:

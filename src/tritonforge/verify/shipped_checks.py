@@ -110,7 +110,8 @@ class ShippedChecks:
     def bare_first(self, cases: Sequence[Case], nonce: int, seed: int) -> str | None:
         """The candidate's FIRST calls of the verification, bare (no poisoned outputs, no
         recorder), on up to ``BARE_FIRST_CASES`` correctness cases against the original's bare
-        calls (judged by ``verify.shipped.bare_diffs``): None if they match, else why not.
+        calls (judged by ``verify.shipped.candidate_bare_diffs``): None if they match, else
+        why not.
         The original's side is made once per (case, seed) in a worker (``_ORIGINAL_BARE``).
         Made before any guarded call, since a candidate can see the guards (a poisoned
         ``torch.empty`` reads back its pattern) and latch into honest behaviour for the rest of the process: such a
