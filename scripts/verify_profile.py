@@ -74,7 +74,13 @@ def main(argv: list[str]) -> int:
                 evaluation, broken = evaluate_request(request, device, Path(module_dir), report)
                 prof.disable()
                 took = time.perf_counter() - t0
-            print(f"{task.name}: request {attempt} took {took:.2f} s; broken={broken}", flush=True)
+            peak = ""
+            if torch.cuda.is_available():
+                peak = f"; GPU memory peak {torch.cuda.max_memory_allocated() / 2 ** 30:.1f} GiB, " \
+                       f"held after {torch.cuda.memory_allocated() / 2 ** 30:.1f} GiB"
+                torch.cuda.reset_peak_memory_stats()
+            print(f"{task.name}: request {attempt} took {took:.2f} s; broken={broken}{peak}",
+                  flush=True)
             for r in evaluation.results:
                 verdict = r.verdict.summary(3) if r.verdict is not None else ""
                 failure = r.failure.one_line() if r.failure is not None else ""

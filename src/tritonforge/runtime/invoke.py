@@ -18,6 +18,7 @@ import torch
 
 from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall, content_hash
 from . import perf_inputs
+from .drawn_inputs import drawn_on
 from .inputs import build_args, clone_tree, seed_everything
 from .loader import write_module_file
 
@@ -158,8 +159,15 @@ class InvocationBuilder:
 
         def build() -> list[Any]:
             self._perf_inputs.clear()    # one script's inputs at a time: they can be large
-            seed_everything(seed)
-            instance.get_input_tensors()
+            try:
+                seed_everything(seed)
+                with drawn_on(self.device):      # random values drawn on the GPU (drawn_inputs)
+                    instance.get_input_tensors()
+            except Exception:                    # noqa: BLE001 - the script as written decides
+                if self.device == "cpu":
+                    raise
+                seed_everything(seed)
+                instance.get_input_tensors()
             built = list(instance.input_tensors)
             instance.input_tensors = []
             return built

@@ -312,7 +312,7 @@ class _Verifier(ShippedChecks):
                                         f"on a fresh seed re-run in reverse case order: its result "
                                         f"depends on call order, call count or seed", case, seed)
         self.mismatches.extend(found)
-        self.previous = ref
+        self.previous = _written_part(ref)
 
     def _within_self_variation(self, ref: Run, found: list[Mismatch], case: Case, seed: int,
                                layout: _Layout, cand: Run | None = None) -> list[Mismatch]:
@@ -345,18 +345,15 @@ class _Verifier(ShippedChecks):
         # what the original's own re-runs left at the differing outputs (for races)
         seen = OwnValues([m.output for m in found if m.kind in _VALUED])
         for _ in range(self.options.self_variation_runs):
-            again = self._reference(case, seed, poison=layout.outputs, again=True)
-            count(self._compare_run(ref, again, case, seed), own_runs)
-            seen.add(again)
+            count(self._again(ref, case, seed, layout, seen), own_runs)
         if self.options.config_variation:
             # an autotuned original may pick any of its configs in another process: their
             # rounding differences are its own variation too (verify.config_variation)
             for _described in config_variants(self.reference):
                 try:
-                    again = self._reference(case, seed, poison=layout.outputs, again=True)
+                    diffs = self._again(ref, case, seed, layout)
                 except OracleFailure:
                     continue                   # the original fails with that config: not rounding
-                diffs = self._compare_run(ref, again, case, seed)
                 if all(m.kind in _VALUED and (m.rel_norm_err or 0.0) <= GROSS_NORM for m in diffs):
                     count(diffs, own_configs)
         if not own_runs and not own_configs:
@@ -391,6 +388,15 @@ class _Verifier(ShippedChecks):
             else:
                 kept.append(m)
         return kept
+
+    def _again(self, ref: Run, case: Case, seed: int, layout: _Layout,
+               seen: OwnValues | None = None) -> list[Mismatch]:
+        """How another run of the original differs from ``ref``; of that run only what ``seen``
+        keeps outlives the call (a run holds every argument: GBs for a KV-cache copy)."""
+        again = self._reference(case, seed, poison=layout.outputs, again=True)
+        if seen is not None:
+            seen.add(again)
+        return self._compare_run(ref, again, case, seed)
 
     def _race_explains(self, path: str, ref: Run, cand: Run, seen: OwnValues, case: Case,
                        seed: int, layout: _Layout) -> bool:
@@ -460,11 +466,10 @@ class _Verifier(ShippedChecks):
         try:
             if self.compare(previous.result, cand.result, case, seed, "return"):
                 return False
-            if set(previous.args) != set(cand.args):
+            if not set(previous.args) <= set(cand.args):     # previous: its written part
                 return False
             return not any(self.compare(previous.args[p], cand.args[p], case, seed, p)
-                           for p in previous.args
-                           if not bitwise_equal(previous.args[p], previous.pristine[p]))
+                           for p in previous.args)
         except Exception:  # noqa: BLE001 - a heuristic: structures that cannot be compared
             return False
 
@@ -519,6 +524,14 @@ class _Verifier(ShippedChecks):
 
     def stop(self) -> bool:
         return self.failure is not None or len(self.mismatches) >= self.options.max_mismatches
+
+
+def _written_part(run: Run) -> Run:
+    """What the stale-output check (``_matches``) reads of a run kept for the next check: its
+    result and the arguments it wrote, not the inputs it only read (they can be GBs)."""
+    written = [p for p, t in run.args.items() if not bitwise_equal(t, run.pristine[p])]
+    return Run(result=run.result, args={p: run.args[p] for p in written},
+               pristine={p: run.pristine[p] for p in written})
 
 
 def fresh_seed(nonce: int | None) -> int:
