@@ -4,6 +4,7 @@ written as records finish, a pass that ends by its --budget and resumes."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -204,3 +205,27 @@ def test_gpus_come_from_cuda_visible_devices_and_lane_messages_round_trip():
     assert LaneConfig.from_json(config.to_json()) == config
     reply = LaneReply("a", _result("a"), "", ENGINE, "H100", 12.5)
     assert LaneReply.from_json(reply.to_json()) == reply
+
+
+def test_a_pass_stopped_by_sigterm_still_writes_latest_and_out(tmp_path, kernels, pass_process):
+    args = kernels(["sin_a"])
+    slow = tmp_path / "sin_a.py"            # still running when the signal comes
+    slow.write_text(slow.read_text().replace("    out = torch.empty_like(x)\n",
+                                             "    import time; time.sleep(60)\n"
+                                             "    out = torch.empty_like(x)\n", 1))
+    cmd, env = pass_process(*args, "--gpus", "0", "--per-kernel", "60",
+                            "--out", str(tmp_path / "out.json"))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tmp_path / "out.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.exists() and "sin_a" in out.read_text()):
+        time.sleep(0.5)
+    time.sleep(8)                           # the record is under way in its lane
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    state = json.loads(out.read_text())
+    assert "signal 15" in state.get("stopped", ""), err[-2000:]
+    assert not state["finished"] and state["left"] == ["sin_a"]
+    latest = json.loads((tmp_path / "LATEST.json").read_text())
+    assert latest["engine_commit"] == state["engine_commit"]
+    assert (tmp_path / "PASS.md").exists()

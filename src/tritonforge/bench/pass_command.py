@@ -129,6 +129,10 @@ def write_pass_outputs(options: PassOptions, records: dict[str, PassRecord], nam
     return latest, tables
 
 
+class _Stopped(Exception):
+    """SIGTERM during a pass: the running records are dropped, the written ones summarised."""
+
+
 def run_pass_command(options: PassOptions, settings) -> int:
     """``bench optimize``; ``--out`` is written even when the pass stops on an error."""
     try:
@@ -182,13 +186,18 @@ def _run_pass(options: PassOptions, settings) -> int:
                 _write_out(options.out, state)
 
         def stop(signum, frame):     # `timeout` ends the call: stop the lanes, keep the records
-            raise SystemExit(f"signal {signum}: the pass stops; records written so far are kept")
+            raise _Stopped(f"signal {signum}: the pass stops; records written so far are kept")
 
         signal.signal(signal.SIGTERM, stop)
         try:
             outcome = run_pass(todo, executor, records_path=options.records, engine=engine,
                                settings_hash=s_hash, per_kernel_s=options.per_kernel_s,
                                budget_s=options.budget_s, progress=_say, on_record=on_record)
+        except _Stopped as exc:
+            # LATEST.json and the tables are still written from the records (on four H100s a
+            # call's timeout came while the lanes shut down, and they were not)
+            _say(str(exc))
+            state["stopped"] = str(exc)
         finally:
             executor.close()
     # marks the records another engine made (kept only under --allow-mixed-engines)
