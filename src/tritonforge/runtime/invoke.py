@@ -20,7 +20,7 @@ from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCal
 from . import perf_inputs
 from .drawn_inputs import drawn_on
 from .inputs import build_args, clone_tree, seed_everything
-from .loader import write_module_file
+from .loader import module_key, write_module_file
 
 
 @dataclass
@@ -117,7 +117,7 @@ class InvocationBuilder:
         return Invocation(call, [*args, *kwargs.values()], run)
 
     def _perf_instance(self, module: types.ModuleType, recipe: PerfScriptCall) -> Any:
-        key = (module.__name__, hash(recipe.script))
+        key = (module_key(module), hash(recipe.script))
         if key in self._perf_instances:
             return self._perf_instances[key]
         package = sys.modules.get("TritonBench_v1")
@@ -130,7 +130,7 @@ class InvocationBuilder:
         sys.modules[qualified] = module
         setattr(package, recipe.module_name, module)
         namespace: dict[str, Any] = {
-            "__name__": f"tf_perf_{module.__name__}",
+            "__name__": f"tf_perf_{module_key(module)}",
             "__file__": str(self.module_dir / "perf" / f"perf_{recipe.module_name}.py"),
         }
         try:

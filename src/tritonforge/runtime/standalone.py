@@ -309,9 +309,10 @@ def run_case(task_file: Path, case_id: str, *, variant_file: Path | None = None,
     with record_launches(recorder):
         try:
             install_support_modules(module_dir / "support", task.support_modules)
-            reference = import_source(module_dir, f"{task.name}_original", task.source)
+            reference = import_source(module_dir, f"{task.name}_original", task.source,
+                                      shown_as=task.name)
             module = reference if source == task.source else import_source(
-                module_dir, f"{task.name}_variant", source)
+                module_dir, f"{task.name}_variant", source, shown_as=task.name)
             builder = InvocationBuilder(reference, device, module_dir)
             invocation = builder.build(module, case, case.seeds[0] if seed is None else seed)
             declared = _declared_work(builder, module, case, invocation)

@@ -27,7 +27,7 @@ from ..verify.shipped import shipped_after_timing
 from .autotune_picks import autotune_picks
 from .failures import classify_exception
 from .invoke import InvocationBuilder
-from .loader import import_source, install_support_modules
+from .loader import import_source, install_support_modules, module_key
 from .protocol import EvaluateRequest, Progress
 from .quick_autotune import compile_without_launching, quicken_autotuners, shorten_autotuners
 from .timing import far_slower, time_interleaved
@@ -152,7 +152,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         try:
             with guarded(st):
                 st.module = import_source(module_dir, module_label(task.name, st.variant.name, mode),
-                                          st.variant.source)
+                                          st.variant.source, shown_as=task.name)
             # the harness's own change, outside the candidate's watch
             if mode in ("quick", "compile"):
                 quicken_autotuners(st.module)
@@ -292,7 +292,7 @@ _BUILDERS: dict[tuple[str, str], InvocationBuilder] = {}
 
 def _builder(reference: Any, dev: str, module_dir: Path) -> InvocationBuilder:
     """One builder per reference module per worker: its input caches outlive a request."""
-    key = (reference.__name__, dev)
+    key = (module_key(reference), dev)
     if key not in _BUILDERS:
         if len(_BUILDERS) > 4:
             _BUILDERS.clear()
