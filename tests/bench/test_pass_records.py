@@ -191,6 +191,11 @@ def test_generated_cases_are_recorded_and_counted():
         (5, 2, 12.5, 0.4)
     plain = pass_record(RecordRef("k"), OptimizeResult("k", ORIG, BEST, final, 3, "x", 1.0, 1),
                         ENGINE, "s1", 120.0)
+    noted = pass_record(RecordRef("k"), OptimizeResult(
+        "k", ORIG, BEST, final, 3, "x", 1.0, 1,
+        notes=tuple(f"note {i} " + "x" * 500 for i in range(9))), ENGINE, "s1", 120.0)
+    assert [n[:6] for n in noted.notes] == [f"note {i}" for i in range(3, 9)]   # the last six
+    assert max(map(len, noted.notes)) == 240 and plain.notes == []
     assert (plain.generated_added, plain.generated_verify_s) == (0, None)
     rs = {"a": rec("a", generated_added=5, generated_dropped=2, generated_s=10.0,
                    generated_verify_s=0.5),

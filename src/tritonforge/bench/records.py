@@ -74,6 +74,9 @@ class PassRecord:
     generated_s: float = 0.0       # seconds making them took, before the search
     generated_verify_s: float | None = None  # a candidate's request on them, mean seconds
     phases: dict[str, float] = dataclasses.field(default_factory=dict)  # wall s by phase, in order
+    # the search's last notes (RECORD_NOTES, each cut to NOTE_CHARS): why a final check refused
+    # its best and what it tried next, which the stop reason alone does not say
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def is_success(self) -> bool:
@@ -86,6 +89,10 @@ class PassRecord:
 
 def _finite(x: float) -> float:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else 1.0
+
+
+RECORD_NOTES = 6       # the search's last notes a record keeps (a pass of 130 stays ~200 KB)
+NOTE_CHARS = 240
 
 
 def pass_record(ref: RecordRef, result: OptimizeResult, engine: EngineId, settings_hash: str, per_kernel_s: float,
@@ -118,7 +125,8 @@ def pass_record(ref: RecordRef, result: OptimizeResult, engine: EngineId, settin
         accepted=f"{best.hash[:12]} {best.origin}: {best.description}"[:300] if accepted else "",
         accepted_source=best.source if accepted else "",
         category=ref.category, source_lines=ref.source_lines, gpu=gpu,
-        finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), redo=redo)
+        finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), redo=redo,
+        notes=[n[:NOTE_CHARS] for n in result.notes[-RECORD_NOTES:]])
 
 
 FIELDS = {f.name for f in dataclasses.fields(PassRecord)}
