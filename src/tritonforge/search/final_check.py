@@ -20,6 +20,7 @@ stands.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from typing import Callable
 
@@ -41,6 +42,11 @@ MAX_FINAL_NARROWINGS = 2   # final checks run again without cases the original f
 MAX_TWIN_RUNS = 6          # runs of the original as its own candidate per narrowing
 OOM_RETRIES = 1            # final checks run again after an out-of-memory failure
 MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every winner failed its own
+# A measured final check rescales the estimate of later ones by at most this factor either way
+# (``FinalCheck._expected_s``), and counts a fresh worker's start, which the first check's
+# prestarted worker did not wait for.
+CALIBRATION_BOUNDS = (0.5, 2.0)
+FRESH_START_S = 10.0
 
 
 def _kind(origin: str) -> str:
@@ -72,8 +78,33 @@ class FinalCheck:
         self.checks = 0                        # final checks run (each narrowing counts once)
 
     def _expected_s(self, cand: Candidate) -> float:
+        """Seconds a final check of ``cand`` is expected to take: the model (``estimate_s``),
+        rescaled by what an earlier check of this record took on its full plan. The model
+        counts every autotune config once per performance case; chunk_cumsum_kernel
+        (``key=[]``: tuned once) ran its first check in 23 s (H100, 2026-11-26), and the model's
+        larger figure refused every runner-up with 57 s of the record left."""
         estimate = getattr(self, "estimate_s", None)
-        return estimate(cand) if estimate is not None else FINAL_FIXED_S
+        static = estimate(cand) if estimate is not None else FINAL_FIXED_S
+        ratio = getattr(self, "calibration", None)
+        if ratio is None:
+            return static
+        low, high = CALIBRATION_BOUNDS
+        return static * min(high, max(low, ratio))
+
+    def _now(self) -> float:
+        """The record's clock (the budget's), which the cap is reckoned on."""
+        budget = getattr(self, "budget", None)
+        return budget.elapsed() if budget is not None else time.perf_counter()
+
+    def _observe(self, cand: Candidate, plan, wall_s: float) -> None:
+        """Learn from a final check of ``cand`` that took ``wall_s``: only one on the full plan
+        (a shortened plan says too little of a full one)."""
+        if plan is None or plan != final_check_plan(self.settings):
+            return
+        estimate = getattr(self, "estimate_s", None)
+        static = estimate(cand) if estimate is not None else FINAL_FIXED_S
+        if static > 0:
+            self.calibration = (wall_s + FRESH_START_S) / static
 
     def _budget_refuses(self, cand: Candidate, original: Candidate, perf: int) -> str | None:
         """Why a check of ``cand`` would not end by the cap (None: it fits): the first on its
@@ -314,12 +345,17 @@ class FinalCheck:
         lost to a CUDA out-of-memory beside four pool workers holding 18 GiB each)."""
         perf = tuple(c.id for c in task.performance_cases)
         for attempt in range(1 + OOM_RETRIES):
+            plan = self._plan(task, original, best)
+            start = self._now()
             evaluation = self._fresh_evaluate(
                 task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
-                verify=True, time=True, keep_going=True, plan=self._plan(task, original, best))
+                verify=True, time=True, keep_going=True, plan=plan)
+            wall_s = self._now() - start
             original_r, best_r = evaluation.result("original"), evaluation.result("best")
             decision = judge(original_r, best_r, perf, interpreted=self.interpreted,
                              policy=self.policy)
+            if decision.speedup == decision.speedup:      # timed through: a full check's wall
+                self._observe(best, plan, wall_s)
             if decision.accepted or not _out_of_memory(original_r, best_r) \
                     or attempt == OOM_RETRIES:
                 break
