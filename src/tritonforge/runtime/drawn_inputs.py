@@ -85,3 +85,7 @@ def drawn_on(device: str) -> Iterator[None]:
             setattr(torch, name, fn)
         for name, fn in saved_tensor.items():
             setattr(torch.Tensor, name, fn)
+        if torch.device(device).type == "cuda" and torch.cuda.is_available():
+            # the drawing's blocks (up to the largest input: GBs for a KV-cache copy) go back
+            # to the device, not to this worker's cache beside three others on the same GPU
+            torch.cuda.empty_cache()

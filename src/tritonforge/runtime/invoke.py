@@ -166,6 +166,7 @@ class InvocationBuilder:
             except Exception:                    # noqa: BLE001 - the script as written decides
                 if self.device == "cpu":
                     raise
+                instance.input_tensors = []      # a script that appends must not keep a half set
                 seed_everything(seed)
                 instance.get_input_tensors()
             built = list(instance.input_tensors)
