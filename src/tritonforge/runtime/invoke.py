@@ -8,6 +8,7 @@ and a candidate always see identical values.
 
 from __future__ import annotations
 
+import logging
 import sys
 import types
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from . import perf_inputs
 from .drawn_inputs import drawn_on
 from .inputs import build_args, clone_tree, seed_everything
 from .loader import module_key, write_module_file
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -163,9 +166,11 @@ class InvocationBuilder:
                 seed_everything(seed)
                 with drawn_on(self.device):      # random values drawn on the GPU (drawn_inputs)
                     instance.get_input_tensors()
-            except Exception:                    # noqa: BLE001 - the script as written decides
+            except Exception as exc:             # noqa: BLE001 - the script as written decides
                 if self.device == "cpu":
                     raise
+                log.warning("%s: performance inputs drawn on the GPU failed (%s: %s); built on "
+                            "the host", recipe.module_name, type(exc).__name__, exc)
                 instance.input_tensors = []      # a script that appends must not keep a half set
                 seed_everything(seed)
                 instance.get_input_tensors()
