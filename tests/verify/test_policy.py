@@ -144,7 +144,47 @@ NOTICING = [
     ("flag = globals()['__name__']\n", "introspection"),
     ("d = triton.runtime.cache.default_cache_dir()\n", "harness"),
     ("d = triton.knobs.cache.dir\n", "harness"),
+    # the GPU's clock in a kernel tells the timer's back-to-back calls from the verifier's
+    # spaced ones (RACE_THE_TIMER below); inline PTX reads the same clocks
+    ("@triton.jit\ndef k(s):\n    t = tl.extra.cuda.globaltimer()\n", "clock"),
+    ("from triton.language.extra.cuda import globaltimer\n", "clock"),
+    ("@triton.jit\ndef k(s):\n    t = tl.inline_asm_elementwise('mov.u64 $0, %globaltimer;', "
+     "'=l', [], dtype=tl.int64, is_pure=False, pack=1)\n", "clock"),
 ]
+
+# Wrong only inside the timer's loop: the kernel keeps the GPU time of its last call in a tensor
+# its own stores write (no version counter sees them, so the module looks unchanged), and skips
+# the work when called again within 50 us: the timer's calls come back to back, the verifier's
+# (and the bare call after timing) are spaced by its clones and comparisons. The one static wall
+# against it is the clock.
+RACE_THE_TIMER = HEADER + """
+_LAST = torch.zeros(1, dtype=torch.int64, device="cuda" if torch.cuda.is_available() else "cpu")
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, last_ptr, a, n, BLOCK: tl.constexpr):
+    now = tl.extra.cuda.globaltimer()
+    before = tl.load(last_ptr)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if now - before > 50_000:
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * a, mask=mask)
+    if tl.program_id(0) == 0:
+        tl.store(last_ptr, now)
+
+
+def scale(x, a):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, 512),)](x, y, _LAST, a, n, BLOCK=512)
+    return y
+"""
+
+
+def test_a_kernel_that_races_the_timer_is_refused_unless_the_original_reads_the_clock_too():
+    assert [v.rule for v in check_source(RACE_THE_TIMER).violations] == ["clock"]
+    original = HEADER + "@triton.jit\ndef k(s):\n    t = tl.extra.cuda.globaltimer()\n"
+    assert check_source(RACE_THE_TIMER, original=original).ok
 
 
 @pytest.mark.parametrize("snippet,rule", NOTICING)

@@ -13,7 +13,8 @@ must also not reach what would tell it (rules ``private``, ``harness``, ``env``,
 ``random``, ``introspection``): torch's or triton's private parts (``torch._C``, whose
 ``_DisableTorchDispatch`` hides ops from the recorder, ``torch.utils._python_dispatch``), dispatch
 and function modes (``torch.overrides``), the profiler, Triton's launch hooks and interpreter,
-``os.environ``, clocks (a bomb that goes off N seconds after import), randomness outside torch's
+``os.environ``, clocks (a bomb that goes off N seconds after import; the GPU's, read in a kernel
+or by inline PTX, tells the timer's back-to-back calls from the verifier's), randomness outside torch's
 seeded generators (a bomb on 1 call in 256), threads (work the timer does not wait for), and the
 harness itself (``sys._getframe``, ``sys.modules``, ``inspect``, ``gc``, ``tritonforge``). What the
 original itself does is tolerated (``check_source(..., original=...)``).
@@ -57,6 +58,16 @@ _HARNESS_PATHS = {
     "triton.runtime.interpreter": ("harness", "Triton's interpreter"),
     "triton.runtime.cache": ("harness", "Triton's cache, whose place names the run"),
     "triton.knobs.cache": ("harness", "Triton's cache, whose place names the run"),
+    # a kernel that reads the GPU's clock can tell the timer's back-to-back calls from the
+    # verifier's spaced ones (the time since its last call, kept in a tensor its own stores
+    # write, which no version counter sees) and be wrong only while timed; inline PTX reads
+    # the same clocks (%globaltimer, %clock64). A red-team kernel on the CPU, 2026-11-26.
+    "triton.language.extra.cuda.globaltimer": ("clock", "the GPU's clock"),
+    "triton.language.extra.globaltimer": ("clock", "the GPU's clock"),
+    "triton.language.inline_asm_elementwise": ("clock", "inline PTX, which reads the GPU's "
+                                                        "clocks"),
+    "triton.language.core.inline_asm_elementwise": ("clock", "inline PTX, which reads the GPU's "
+                                                             "clocks"),
     "os.environ": ("env", "the environment"),
     "os.getenv": ("env", "the environment"),
     "os.environb": ("env", "the environment"),
