@@ -148,6 +148,9 @@ NOTICING = [
     # spaced ones (RACE_THE_TIMER below); inline PTX reads the same clocks
     ("@triton.jit\ndef k(s):\n    t = tl.extra.cuda.globaltimer()\n", "clock"),
     ("from triton.language.extra.cuda import globaltimer\n", "clock"),
+    # no clock needed: work still queued means the timer's loop (the verifier synchronizes)
+    ("def f(x):\n    return x if torch.cuda.current_stream().query() else x[:1]\n", "harness"),
+    ("def f(x, s):\n    busy = not s.query()\n", "harness"),
     ("@triton.jit\ndef k(s):\n    t = tl.inline_asm_elementwise('mov.u64 $0, %globaltimer;', "
      "'=l', [], dtype=tl.int64, is_pure=False, pack=1)\n", "clock"),
 ]

@@ -89,6 +89,9 @@ _HARNESS_PATHS = {
 # the only clock function a candidate may call (a wait, not a measurement)
 _CLOCK_ALLOWED = frozenset({"time.sleep"})
 
+# methods (no arguments) that ask a CUDA stream or event whether queued work has finished
+_BUSY_QUERIES = frozenset({"query"})
+
 _EXEC_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint", "input"}
 _PROCESS_CALLS = {
     "os.system", "os.popen", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.posix_spawn",
@@ -348,6 +351,11 @@ class _Checker(ast.NodeVisitor):
                                                f"{receiver.split('.')[0]}")
         if isinstance(func, ast.Attribute) and func.attr in ("write_text", "write_bytes"):
             self.flag(node, "file_write", f"{ast.unparse(func)}(...) writes a file")
+        if isinstance(func, ast.Attribute) and func.attr in _BUSY_QUERIES and not node.args:
+            # stream.query() / event.query(): "is the GPU still busy?" is True inside the
+            # timer's back-to-back loop and False in the verifier's synchronized calls
+            self.flag(node, "harness", f"{ast.unparse(func)}() asks whether the GPU is still "
+                                       "busy, which tells the timer's loop from a verification")
         self.generic_visit(node)
 
     def _builtin_call(self, node: ast.Call, name: str) -> None:
