@@ -83,13 +83,17 @@ class FinalCheck:
         counts every autotune config once per performance case; chunk_cumsum_kernel
         (``key=[]``: tuned once) ran its first check in 23 s (H100, 2026-11-26), and the model's
         larger figure refused every runner-up with 57 s of the record left."""
-        estimate = getattr(self, "estimate_s", None)
-        static = estimate(cand) if estimate is not None else FINAL_FIXED_S
+        static = self._model_s(cand)
         ratio = getattr(self, "calibration", None)
         if ratio is None:
             return static
         low, high = CALIBRATION_BOUNDS
         return static * min(high, max(low, ratio))
+
+    def _model_s(self, cand: Candidate) -> float:
+        """The model's seconds for a check of ``cand`` (``estimate_s``), before any rescaling."""
+        estimate = getattr(self, "estimate_s", None)
+        return estimate(cand) if estimate is not None else FINAL_FIXED_S
 
     def _now(self) -> float:
         """The record's clock (the budget's), which the cap is reckoned on."""
@@ -101,8 +105,7 @@ class FinalCheck:
         (a shortened plan says too little of a full one)."""
         if plan is None or plan != final_check_plan(self.settings):
             return
-        estimate = getattr(self, "estimate_s", None)
-        static = estimate(cand) if estimate is not None else FINAL_FIXED_S
+        static = self._model_s(cand)
         if static > 0:
             self.calibration = (wall_s + FRESH_START_S) / static
 

@@ -69,7 +69,11 @@ def as_bits(t: torch.Tensor) -> torch.Tensor:
 
 
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same shape, dtype and bits in every element (NaN equals NaN with the same payload)."""
+    """Same shape, dtype and bits in every element (NaN equals NaN with the same payload). The
+    same object is equal without a pass over it: a run shares each input nobody wrote with its
+    pristine copy (``runner._kept``), and those are compared again and again."""
+    if a is b:
+        return True
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.numel() == 0:
