@@ -69,7 +69,9 @@ def timed(tmp_path_factory):
 def test_a_candidate_wrong_on_the_shipped_path_is_a_cheat(timed, name):
     result = timed.result(name)
     assert result.status is Status.CHEAT, result
-    assert result.failure.reason.startswith("watched: after the timing runs"), result.failure
+    # caught by the timed calls' own results (verify.timed_calls) or by the bare call after them
+    assert result.failure.reason.startswith(("watched: after the timing runs",
+                                             "watched: its last timed call")), result.failure
 
 
 def test_an_honest_candidate_passes_the_check_after_timing(timed):

@@ -23,7 +23,9 @@ from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_ag
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
 from ..verify.original_runs import ORIGINAL_RUNS
-from ..verify.shipped import shipped_after_timing
+from ..verify.shipped import shipped_after_timing, unwritten_masks
+from ..verify.timed_calls import TimedCalls
+from ..verify.tree import iter_tensors
 from .autotune_picks import autotune_picks
 from .failures import classify_exception
 from .invoke import InvocationBuilder
@@ -241,9 +243,11 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 return any(s.variant.name == name and s.failure is None and s.case_ok(cid)
                            for s in timed)
 
+            invocations = {}
             for st in timed:
                 try:
-                    fns[st.variant.name] = builder.build(st.module, case, seed).timed
+                    invocations[st.variant.name] = builder.build(st.module, case, seed)
+                    fns[st.variant.name] = invocations[st.variant.name].timed
                 except BaseException as exc:  # noqa: BLE001
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                     st.fail(failure, keep)
@@ -252,20 +256,40 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             fns = {n: f for n, f in fns.items() if by_name_ok(n)}
             if not fns:
                 continue
+            kept = TimedCalls()
             try:
                 samples, method = time_interleaved(
-                    fns, request.timing, dev,
+                    {n: kept.keeping(n, f) for n, f in fns.items()}, request.timing, dev,
                     progress=lambda name, cid=case.id: report(Progress("time", name, cid)))
             except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
+                kept.clear()
                 failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                 culprit = _culprit(timed, fns, dev, failure)
                 culprit.fail(failure, keep)
                 if broken:
                     return _finish(task, states, device, []), True
                 continue
+            try:
+                wrong_when_timed = _timed_calls_differ(kept, reference, case, seed, fns,
+                                                       invocations, builder, task, dev)
+            except BaseException as exc:  # noqa: BLE001 - the check's own trouble is no verdict
+                failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+                if broken:       # a timed call's sticky CUDA error, surfacing in the check
+                    _culprit(timed, fns, dev, failure).fail(failure, keep)
+                    return _finish(task, states, device, []), True
+                log.warning("%s: the timed calls' results on case %s not compared: %s",
+                            task.name, case.id, exc)
+                wrong_when_timed = {}
+            finally:
+                kept.clear()
             by_name = {s.variant.name: s for s in timed}
             for name, values in samples.items():
                 by_name[name].timings.append(Timing(case.id, name, method, tuple(values)))
+            for name, diffs in wrong_when_timed.items():
+                by_name[name].failure = Failure(
+                    Status.CHEAT, f"watched: its last timed call on case {case.id} differs from "
+                    f"the original's: {diffs[0].output}: {diffs[0].message}"[:300],
+                    "\n".join(f"{m.output}: {m.message}" for m in diffs[:5]), case.id, seed)
             # far slower on this case: not timed on the next ones (the per-case regression limit
             # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
             hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
@@ -277,6 +301,29 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     if request.time:
         notes.append(phase_note(marks, time.perf_counter(), mode))
     return _finish(task, states, device, notes), broken
+
+
+def _timed_calls_differ(kept: TimedCalls, reference: _State, case: Case, seed: int,
+                        fns: dict[str, Callable[[], object]], invocations: dict[str, Any],
+                        builder: InvocationBuilder, task: Any, dev: str) -> dict[str, list]:
+    """{candidate: how its last timed call's result differs from the original's}
+    (verify.timed_calls); {} where the original was not timed on this case."""
+    name = reference.variant.name
+    if name not in fns or len(kept.last) < 2:
+        return {}
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else None
+    tolerance = tolerance_table(getattr(task, "tolerance_overrides", ()) or ())
+    dot = uses_dot(reference.module)
+
+    def compare(r: Any, c: Any, path: str) -> list:
+        return compare_outputs(r, c, case_id=case.id, seed=seed, tolerance_for=tolerance,
+                               path=path, uses_dot=dot)
+
+    def unwritten() -> dict[str, torch.Tensor]:
+        inputs = dict(iter_tensors(invocations[name].arguments, "arg"))
+        return unwritten_masks(reference.module, case, seed,
+                               lambda m, c, s, _d: builder.build(m, c, s), dev, inputs, sync)
+    return kept.differences(name, fns[name], compare, unwritten, sync)
 
 
 def phase_note(marks: list[tuple[str, float]], end: float, mode: str) -> str:

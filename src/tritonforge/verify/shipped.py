@@ -301,6 +301,12 @@ def candidate_bare_diffs(ref: tuple[Any, dict[str, torch.Tensor]],
     for p in outs:
         if p in args:
             diffs.extend(compare(ref_args[p], args[p], p))
+    return gross_only(diffs)
+
+
+def gross_only(diffs: list[Mismatch]) -> list[Mismatch]:
+    """The differences no config's rounding explains: value differences beyond ``GROSS_NORM``
+    (relative norm), and every difference of another kind (unwritten, NaN, shape)."""
     return [m for m in diffs if m.kind not in ("value", "norm")
             or (m.rel_norm_err or 0.0) > GROSS_NORM]
 
@@ -335,5 +341,5 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
 
 
 __all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
-           "candidate_bare_diffs", "disagrees_with_itself", "masked", "original_bare_view",
-           "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]
+           "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "masked",
+           "original_bare_view", "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]

@@ -1,0 +1,112 @@
+"""What the timer's own calls returned: a candidate must be right inside the timed loop too.
+
+Every other check calls a variant spaced by clones, comparisons and synchronisations; the timer
+calls it back to back, many times, with nothing in between but an L2 flush and CUDA events. A
+candidate that can tell the two apart (the GPU's clock read in a kernel, the host's clock, a
+queue that is busy only while the timer runs, a call counter) can be right whenever it is
+watched and wrong, and fast, exactly when it is timed. The static policy refuses the ways we
+know of (rules ``clock`` and ``harness``); this is the dynamic check that needs no list:
+
+- ``TimedCalls.keeping(name, fn)`` wraps a variant's timed callable so the LAST value it returned
+  stays alive (one result per variant; the previous one is dropped as the next arrives). In a
+  CUDA graph the result of the captured call is the graph's output memory, so it holds what the
+  last replay wrote.
+- ``TimedCalls.differences(...)``, after a case is timed, compares each candidate's last timed
+  result with the original's. It judges only where the original's result does not depend on how
+  often it ran: the original is called once more, and if that call's result differs from its last
+  timed one (it accumulates into its arguments, it races), nothing is compared. The elements the
+  original never writes (``shipped.unwritten_masks``: a wrapper's ``torch.empty`` left partly
+  unwritten holds whatever memory held) are masked, and value differences count only beyond
+  ``GROSS_NORM`` (the timer may run an autotuner's config that verification did not), as in the
+  other bare-call checks.
+
+A result the original writes into an argument and does not return is not judged here (whether
+an argument may be compared after an unknown number of calls is not known); the check after
+timing (``shipped.shipped_after_timing``) still covers the bare call on those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..model import Mismatch
+from .shipped import gross_only, masked
+from .tree import clone_tree, iter_tensors
+
+# a kept result larger than this share of the device's memory is not kept (the check is skipped
+# for that variant on that case: keeping it could run the timing out of memory)
+KEEP_SHARE_OF_DEVICE = 0.125
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(t.numel() * t.element_size() for _, t in iter_tensors(tree, "return"))
+
+
+def _limit_bytes() -> float:
+    if torch.cuda.is_available():
+        return KEEP_SHARE_OF_DEVICE * torch.cuda.get_device_properties(
+            torch.cuda.current_device()).total_memory
+    return float("inf")
+
+
+@dataclass
+class TimedCalls:
+    """The last result of each variant's timed calls on one case."""
+
+    last: dict[str, Any] = field(default_factory=dict)
+    too_big: set[str] = field(default_factory=set)
+    limit_bytes: float = field(default_factory=_limit_bytes)
+
+    def keeping(self, name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def timed() -> Any:
+            self.last.pop(name, None)        # the previous result goes before the next is made
+            out = fn()
+            if name not in self.too_big:
+                if _nbytes(out) > self.limit_bytes:
+                    self.too_big.add(name)
+                else:
+                    self.last[name] = out
+            return out
+        return timed
+
+    def differences(self, reference: str, call_reference: Callable[[], Any],
+                    compare: Callable[[Any, Any, str], list[Mismatch]],
+                    unwritten: Callable[[], dict[str, torch.Tensor]],
+                    sync: Callable[[], None] | None) -> dict[str, list[Mismatch]]:
+        """{candidate: its gross differences from the original's last timed result}, for every
+        candidate whose last timed result was kept; {} where the original's result depends on
+        how often it ran (or was not kept)."""
+        if reference not in self.last:
+            return {}
+        if sync is not None:
+            sync()
+        ref = clone_tree(self.last[reference])
+        again = call_reference()
+        if sync is not None:
+            sync()
+        if compare(ref, again, "return"):
+            return {}
+        del again
+        masks: dict[str, torch.Tensor] | None = None
+        found = {}
+        for name, result in self.last.items():
+            if name == reference:
+                continue
+            diffs = gross_only(compare(ref, result, "return"))
+            if diffs and masks is None:
+                masks = unwritten()
+            if diffs and masks:
+                diffs = gross_only(compare(masked(ref, masks), masked(result, masks), "return"))
+            if diffs:
+                found[name] = diffs
+        return found
+
+    def clear(self) -> None:
+        self.last.clear()
+        self.too_big.clear()
+
+
+__all__ = ["KEEP_SHARE_OF_DEVICE", "TimedCalls"]

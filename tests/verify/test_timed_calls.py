@@ -1,0 +1,152 @@
+"""The timer's own calls are judged (verify.timed_calls, wired in runtime.worker_evaluate): a
+candidate right whenever it is called apart from the timer, and wrong inside the timer's loop,
+is a ``watched`` cheat; an honest copy, and a copy of an original whose result depends on how
+often it ran, are not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tritonforge.config import Settings
+from tritonforge.model import Mismatch, Status, Variant
+from tritonforge.runtime.evaluator import Evaluator, original_variant
+from tritonforge.tasks.loader import task_from_file
+from tritonforge.verify.compare import compare_outputs, tolerance_table
+from tritonforge.verify.timed_calls import TimedCalls
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SPEC = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
+        '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [400] }]\n')
+
+# An original that carries a way to tell who calls it (here a walk up the caller's frames, a
+# stand-in for a kernel that reads the GPU's clock: the static policy tolerates in a candidate
+# what the original itself does, so the dynamic check is all that is left).
+TELLS = '''
+
+import sys
+
+
+def _timed():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name.startswith("time_"):
+            return True
+        frame = frame.f_back
+    return False
+'''
+# wrong only when the timer calls it: every other check calls it from elsewhere
+RACES_THE_TIMER = '''
+def sin_triton(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n // 2 if _timed() else n, 4),)](x, out, n, BLOCK_SIZE=4)
+    return out
+'''
+HONEST = '''
+def sin_triton(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
+    return out
+'''
+
+
+def _variant(task, name: str, wrapper: str) -> Variant:
+    head = task.source.split("\ndef sin_triton")[0]
+    return Variant(name, head + wrapper + TELLS, name)
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("timed_calls")
+    spec = root / "s.toml"
+    spec.write_text(SPEC)
+    original = root / "sin_block4.py"
+    original.write_text(EXAMPLE.read_text() + TELLS)
+    task = task_from_file(original, spec)
+    variants = (original_variant(task), _variant(task, "races", RACES_THE_TIMER),
+                _variant(task, "honest", HONEST))
+    with Evaluator(Settings(device="cpu"), root / "w", device="cpu") as ev:
+        return ev.evaluate(task, variants, purpose="time", verify=True, time=True,
+                           use_store=False)
+
+
+def test_a_candidate_wrong_only_inside_the_timer_is_a_cheat(timed):
+    result = timed.result("races")
+    assert result.status is Status.CHEAT, result
+    assert "its last timed call on case" in result.failure.reason, result.failure
+
+
+def test_an_honest_candidate_passes_the_timed_call_check(timed):
+    assert timed.result("honest").status is Status.OK, timed.result("honest")
+    assert timed.result("original").status is Status.OK
+
+
+def _compare(r, c, path):
+    return compare_outputs(r, c, case_id="p", seed=0, tolerance_for=tolerance_table(()), path=path)
+
+
+def _run(calls: TimedCalls, fns: dict, times: int = 3) -> None:
+    wrapped = {n: calls.keeping(n, f) for n, f in fns.items()}
+    for _ in range(times):
+        for f in wrapped.values():
+            f()
+
+
+def test_the_last_timed_result_is_what_is_compared():
+    count = {"n": 0}
+    x = torch.arange(8.0)
+
+    def late_wrong():
+        count["n"] += 1
+        return x * 2 if count["n"] < 3 else x * 3
+
+    calls = TimedCalls()
+    _run(calls, {"original": lambda: x * 2, "late": late_wrong, "copy": lambda: x * 2})
+    found = calls.differences("original", lambda: x * 2, _compare, lambda: {}, None)
+    assert set(found) == {"late"}
+    assert all(isinstance(m, Mismatch) for m in found["late"])
+
+
+def test_nothing_is_judged_where_the_original_depends_on_its_call_count():
+    state = torch.zeros(8)
+
+    def accumulates():
+        state.add_(1)
+        return state.clone()
+
+    calls = TimedCalls()
+    _run(calls, {"original": accumulates, "other": lambda: torch.full((8,), 99.0)})
+    assert calls.differences("original", accumulates, _compare, lambda: {}, None) == {}
+
+
+def test_rounding_and_unwritten_elements_are_not_differences():
+    x = torch.rand(64) + 1.0
+    garbage = torch.full((64,), 7.0)
+
+    def original():
+        out = x.clone()
+        out[-4:] = garbage[-4:]        # left unwritten by the original: whatever memory held
+        return out
+
+    calls = TimedCalls()
+    _run(calls, {"original": original, "rounded": lambda: x * (1 + 1e-4),
+                 "other_garbage": lambda: torch.cat([x[:-4], torch.zeros(4)])})
+    mask = torch.zeros(64, dtype=torch.bool)
+    mask[-4:] = True
+    asked = []
+
+    def unwritten():
+        asked.append(1)
+        return {"return": mask}
+    assert calls.differences("original", original, _compare, unwritten, None) == {}
+    assert asked == [1]                 # the masks are computed once, only when needed
+
+
+def test_a_result_too_large_to_keep_is_not_kept():
+    calls = TimedCalls(limit_bytes=16)
+    _run(calls, {"original": lambda: torch.zeros(2), "big": lambda: torch.zeros(100)})
+    assert "big" in calls.too_big and "big" not in calls.last and "original" in calls.last
