@@ -7,7 +7,7 @@ import threading
 from types import SimpleNamespace
 
 from tritonforge.config import Settings
-from tritonforge.model import Candidate, HardwareInfo, Task
+from tritonforge.model import Candidate, HardwareInfo, Status, Task
 from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.search.ahead import CompileAhead
 
@@ -33,10 +33,15 @@ class Proposes:
 class Spare:
     def __init__(self, log, gate=None):
         self.log, self.gate = log, gate
-        self.abandoned = 0
+        self.abandoned = self.cut = 0
 
     def abandon(self):              # Evaluator.abandon: the request in flight is cut
         self.abandoned += 1
+        if self.gate is not None:
+            self.gate.set()
+
+    def cut_in_flight(self):        # Evaluator.cut_in_flight: cut, the evaluator still usable
+        self.cut += 1
         if self.gate is not None:
             self.gate.set()
 
@@ -44,6 +49,8 @@ class Spare:
         if self.gate is not None:
             self.gate.wait()
         self.log.append((id(self), variants[1].source, case_ids))
+        if self.cut:
+            return SimpleNamespace(results=(SimpleNamespace(status=Status.SKIPPED),) * 2)
         return SimpleNamespace(results=())
 
 
@@ -72,6 +79,21 @@ def test_stopping_waits_for_the_request_in_flight_and_sends_no_more():
     stopper.join()
     assert len(log) == 1
     assert ahead.stop().compiled == 1
+
+
+def test_a_request_still_compiling_after_the_grace_is_cut_not_waited_for():
+    """Round 1 waits ``grace_s`` at most for a compile request (one hung its record to the cap
+    on an H100); the one still running is cut, the evaluator kept, and it does not count as
+    compiled; an idle spare is not touched."""
+    log, gate = [], threading.Event()
+    busy, idle = Spare(log, gate), Spare(log)
+    ahead = CompileAhead([busy, idle], TASK, ORIGINAL, [Proposes(1)], 1,
+                         HardwareInfo("cuda", False), grace_s=0.2)
+    ahead.start()
+    report = ahead.stop()
+    assert busy.cut == 1 and busy.abandoned == 0 and idle.cut == 0
+    assert report.cut == 1 and report.compiled == 0
+    assert "1 request(s) still compiling" in report.note()
 
 
 def test_abandoning_cuts_the_request_in_flight_instead_of_waiting():

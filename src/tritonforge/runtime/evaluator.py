@@ -239,6 +239,12 @@ class Evaluator:
         self.time_left = lambda: 0.0
         self.worker.interrupt()
 
+    def cut_in_flight(self) -> None:
+        """Cut the request in flight, if any (thread-safe: ``Worker.interrupt``); unlike
+        ``abandon``, later requests run as usual, on a new worker. Compiling ahead uses it for a
+        request still running when round 1 needs the worker (``search.ahead``)."""
+        self.worker.interrupt()
+
     def _compile_first(self, request: EvaluateRequest, purpose: str) -> dict[str, Failure]:
         """Compile every kernel a request of shards sharing one GPU needs before it takes the GPU
         lock, exclusive (timing) or shared (verification): its

@@ -17,6 +17,12 @@ Its requests are cut at the record's cap like every other, and a record that end
 cuts those in flight: a compile-only request still builds the case's inputs, which can take
 minutes.
 
+Stopping waits ``STOP_GRACE_S`` at most for the requests in flight, then cuts them
+(``Evaluator.cut_in_flight``: the worker is killed, the next request starts another): on an H100
+(120 s a record, 2026-11-26) int8_quantization's round 1 waited on one compile-ahead request,
+sent 45 s into the record, until the record's cap killed it 90 s later, and the record ended with
+no candidate proposed. A worker's restart costs seconds; a hung request, the record.
+
 Not measured on a GPU yet: a compile-only request builds its inputs on the GPU beside the
 baseline's timing (whose times only choose cases) and the profile (advice).
 """
@@ -28,12 +34,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..model import Candidate, HardwareInfo, ProposalContext, Task
+from ..model import Candidate, HardwareInfo, ProposalContext, Status, Task
 from ..runtime.evaluator import Evaluator
 from .cascade import variant
 from .proposer import Proposer
 
 log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 15.0   # how long stopping waits for the compile requests in flight before cutting
 
 
 @dataclass(frozen=True)
@@ -42,10 +50,13 @@ class AheadReport:
     proposed: int
     compiled: int
     seconds: float
+    cut: int = 0          # requests still in flight after STOP_GRACE_S, cut
 
     def note(self) -> str:
+        cut = (f"; {self.cut} request(s) still compiling {STOP_GRACE_S:.0f} s after round 1 "
+               "needed the workers, cut" if self.cut else "")
         return (f"compiled ahead: {self.compiled} of {self.proposed} likely first candidate(s) "
-                f"while the original was measured ({self.seconds:.0f} s, spare workers)")
+                f"while the original was measured ({self.seconds:.0f} s, spare workers{cut})")
 
 
 class CompileAhead:
@@ -53,8 +64,9 @@ class CompileAhead:
 
     def __init__(self, spare: list[Evaluator], task: Task, original: Candidate,
                  proposers: list[Proposer], per_round: int, hardware: HardwareInfo,
-                 case_ids: tuple[str, ...] | None = None):
+                 case_ids: tuple[str, ...] | None = None, grace_s: float = STOP_GRACE_S):
         self.spare, self.task, self.original = spare, task, original
+        self.grace_s = grace_s
         self.proposers, self.per_round, self.hardware = proposers, per_round, hardware
         self.case_ids = case_ids
         self._stop = threading.Event()
@@ -102,20 +114,32 @@ class CompileAhead:
             except Exception as exc:  # noqa: BLE001 - best effort; round 1 reports failures
                 log.info("compile ahead of %s failed: %s", cand.description or cand.hash, exc)
                 continue
-            if done is not None:
+            results = getattr(done, "results", ())
+            if done is not None and not (results and all(r.status is Status.SKIPPED
+                                                          for r in results)):   # not cut
                 with self._lock:
                     self._compiled += 1
 
     def stop(self, abandon: bool = False) -> AheadReport:
-        """No new compile request; wait for those in flight (the workers are round 1's next,
-        and each request is cut at the record's cap), or, ``abandon`` (the record is over before
-        round 1: its baseline cut or failing), cut them first (``Evaluator.abandon``)."""
+        """No new compile request; wait up to ``grace_s`` for those in flight (the workers are
+        round 1's next), then cut those still running (``Evaluator.cut_in_flight``); or,
+        ``abandon`` (the record is over before round 1: its baseline cut or failing), cut them at
+        once and for good (``Evaluator.abandon``)."""
         self._stop.set()
+        cut = 0
         if abandon:
             for ev, t in zip(self.spare, self._threads):
                 if t.is_alive():
                     ev.abandon()
+        else:
+            until = time.monotonic() + self.grace_s
+            for t in self._threads:
+                t.join(max(0.0, until - time.monotonic()))
+            for ev, t in zip(self.spare, self._threads):
+                if t.is_alive():
+                    ev.cut_in_flight()
+                    cut += 1
         for t in self._threads:
             t.join()
         seconds = time.perf_counter() - self._start if self._start else 0.0
-        return AheadReport(self._proposed, self._compiled, seconds)
+        return AheadReport(self._proposed, self._compiled, seconds, cut)
