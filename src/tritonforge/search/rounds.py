@@ -84,6 +84,45 @@ def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
     return in_time
 
 
+CRASH_PAUSE_AFTER = 2    # candidates crashed blaming one case before the wave pauses for the twin
+
+
+class CrashPause:
+    """A verification wave pauses once ``CRASH_PAUSE_AFTER`` candidates crashed blaming the same
+    case whose twin verdict is not known yet (``RoundStages._cases_the_original_crashes``): the
+    twin then says whether the ORIGINAL crashes there, and the paused candidates (SKIPPED, out of
+    time) are verified on without it, or as they were. A crash kills the worker, and every
+    candidate went on to crash on the original's case one by one: on an H100 (120 s a record,
+    2026-11-26) softmax_reducev spent 77 s verifying 14 candidates, 15 crashes, before the twin
+    dropped perf-00; fused_rotary_embedding's 10 all crashed. Pauses once a wave."""
+
+    def __init__(self, known: dict[str, bool]):
+        self.known = known
+        self.case: str | None = None
+
+    def __call__(self, got: dict[str, VariantResult]) -> bool:
+        """True: send no more requests in this wave."""
+        if self.case is not None:
+            return True
+        crashes: dict[str, int] = {}
+        for r in got.values():
+            f = r.failure
+            if r.status in (Status.CRASH, Status.SKIPPED) and f is not None and f.case_id:
+                crashes[f.case_id] = crashes.get(f.case_id, 0) + 1
+        for case_id, n in crashes.items():
+            if n >= CRASH_PAUSE_AFTER and case_id not in self.known:
+                self.case = case_id
+                return True
+        return False
+
+    def paused(self, cands: list[Candidate], verified: dict[str, VariantResult]) -> list[Candidate]:
+        """The candidates the pause left unsent (SKIPPED naming no case)."""
+        if self.case is None:
+            return []
+        return [c for c in cands if verified[c.hash].status is Status.SKIPPED
+                and (verified[c.hash].failure is None or not verified[c.hash].failure.case_id)]
+
+
 def _busy_s(since: float, blocked_since: float) -> float:
     """Seconds since ``since``, less those queued for a GPU other processes share."""
     return time.perf_counter() - since - (gpu_blocked_s() - blocked_since)
@@ -113,10 +152,12 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
         for c in cands:
             st.store.put_candidate(state.task.name, c)
     in_time = _verify_while(env, round_)
+    pause = CrashPause(st.__dict__.setdefault("_twin_fails", {}))
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
     early, _ = split_deferred(state.task, state.verify_tiers)
     with clock.phase("verify"):
-        verified = st.verify(state.task, state.original, cands, early, in_time)
+        verified = st.verify(state.task, state.original, cands, early,
+                             lambda got: not pause(got) and in_time(got))
         # the original's twin runs judge cases, not candidates: none once the budget is spent
         # (past it no candidate is verified again or timed)
         unsafe = st._cases_the_original_crashes(state.task, state.original, cands, verified,
@@ -130,11 +171,18 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
         st.progress(f"{state.task.name}: {notes[-1]}")
         again = [c for c in cands if verified[c.hash].status in (Status.CRASH, Status.SKIPPED)
                  or blamed_cases(verified[c.hash]) & unsafe]
-        if state.verify_ids and again:
-            with clock.phase("verify"):
-                verified.update(st.verify(state.task, state.original, again,
-                                          split_deferred(state.task, state.verify_tiers)[0],
-                                          in_time))
+    else:
+        again = pause.paused(cands, verified)    # the crashes were the candidates' own
+    if pause.case is not None:
+        notes.append(f"round {round_}: verification paused after {CRASH_PAUSE_AFTER} crashes on "
+                     f"case {pause.case}, for the original's twin: "
+                     + ("the original crashes there too" if pause.case in unsafe
+                        else "the original runs it, the crashes are the candidates'"))
+    if state.verify_ids and again:
+        with clock.phase("verify"):
+            verified.update(st.verify(state.task, state.original, again,
+                                      split_deferred(state.task, state.verify_tiers)[0],
+                                      in_time))
     good = [c for c in cands if verified[c.hash].status is Status.OK]
     for c in cands:
         r = verified[c.hash]
