@@ -153,6 +153,19 @@ NOTICING = [
     ("def f(x, s):\n    busy = not s.query()\n", "harness"),
     ("@triton.jit\ndef k(s):\n    t = tl.inline_asm_elementwise('mov.u64 $0, %globaltimer;', "
      "'=l', [], dtype=tl.int64, is_pure=False, pack=1)\n", "clock"),
+    # the allocator's state: the verifier holds clones, the timer a flush buffer
+    ("def f(x):\n    return x if torch.cuda.memory_allocated() > 2**30 else x[:1]\n", "harness"),
+    ("from torch.cuda import mem_get_info\n", "harness"),
+    ("s = torch.cuda.memory.memory_stats()\n", "harness"),
+    ("def f(x):\n    return x[:1] if torch.cuda.is_current_stream_capturing() else x\n",
+     "harness"),
+    # reseeded before each of the verifier's calls, not the timer's: the seed it was last given
+    # (a count of calls since it changed, kept in a tensor a kernel's stores write) or the
+    # generator's state tells them apart
+    ("def f(x):\n    s = torch.initial_seed()\n", "random"),
+    ("def f(x):\n    g = torch.get_rng_state()\n", "random"),
+    ("def f(x):\n    g = torch.cuda.default_generators[0].get_state()\n", "random"),
+    ("state = torch.default_generator.get_state()\n", "random"),
 ]
 
 # Wrong only inside the timer's loop: the kernel keeps the GPU time of its last call in a tensor

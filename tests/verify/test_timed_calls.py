@@ -150,3 +150,72 @@ def test_a_result_too_large_to_keep_is_not_kept():
     calls = TimedCalls(limit_bytes=16)
     _run(calls, {"original": lambda: torch.zeros(2), "big": lambda: torch.zeros(100)})
     assert "big" in calls.too_big and "big" not in calls.last and "original" in calls.last
+
+
+# An output written into an argument, not returned: the timed calls' results are not judged there
+# (verify.timed_calls), the bare call after timing is. The cheat counts its calls since torch's
+# seed last changed, in a tensor only its kernel's stores write (no version counter, too big for
+# the module-state fingerprint), and does half the work from the fifth call on: the verifier
+# reseeds between its case/seed pairs, the timer does not. The original reads the seed too (it
+# passes it to its kernel), so the static policy's rule ``random`` tolerates it.
+IN_PLACE = '''"""Elementwise sin written into an argument."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sin_kernel(x_ptr, out_ptr, seed, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.sin(x), mask=mask)
+
+
+def sin_inplace(x, out):
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n, 4),)](x, out, torch.initial_seed() % 2**62, n, BLOCK_SIZE=4)
+'''
+IN_PLACE_SPEC = ('entry = "sin_inplace"\nseeds = 1\n[[case]]\nid = "c"\n'
+                 'args = [{ tensor = [300] }, { tensor = [300] }]\n[[case]]\nid = "p"\n'
+                 'role = "performance"\nargs = [{ tensor = [400] }, { tensor = [400] }]\n')
+COUNTS_SINCE_THE_SEED = '''
+_STATE = torch.zeros(64, dtype=torch.int64)
+
+
+@triton.jit
+def sin_count_kernel(x_ptr, out_ptr, state_ptr, seed, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    count = tl.where(tl.load(state_ptr) != seed, 0, tl.load(state_ptr + 1))
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < tl.where(count >= 4, n_elements // 2, n_elements)
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.sin(x), mask=mask)
+    if pid == tl.num_programs(0) - 1:
+        tl.store(state_ptr, seed)
+        tl.store(state_ptr + 1, count + 1)
+
+
+def sin_inplace(x, out):
+    n = x.numel()
+    sin_count_kernel[(triton.cdiv(n, 4),)](x, out, _STATE, torch.initial_seed() % 2**62, n,
+                                           BLOCK_SIZE=4)
+'''
+
+
+def test_an_in_place_cheat_that_counts_calls_since_the_seed_is_caught_after_timing(tmp_path):
+    original = tmp_path / "sin_inplace.py"
+    original.write_text(IN_PLACE)
+    spec = tmp_path / "s.toml"
+    spec.write_text(IN_PLACE_SPEC)
+    task = task_from_file(original, spec)
+    head = task.source.split("\ndef sin_inplace")[0]
+    cheat = Variant("counts", head + COUNTS_SINCE_THE_SEED, "counts")
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        got = ev.evaluate(task, (original_variant(task), cheat), purpose="time", verify=True,
+                          time=True, use_store=False)
+    result = got.result("counts")
+    assert result.status is Status.CHEAT, result
+    assert got.result("original").status is Status.OK

@@ -68,6 +68,35 @@ _HARNESS_PATHS = {
                                                         "clocks"),
     "triton.language.core.inline_asm_elementwise": ("clock", "inline PTX, which reads the GPU's "
                                                              "clocks"),
+    # the allocator's state differs between the verifier's calls (its clones, poisoned
+    # allocations) and the timer's (an L2 flush buffer, nothing held): a threshold on it tells
+    # them apart as a clock would
+    "torch.cuda.memory": ("harness", "the allocator's state"),
+    "torch.cuda.memory_allocated": ("harness", "the allocator's state"),
+    "torch.cuda.max_memory_allocated": ("harness", "the allocator's state"),
+    "torch.cuda.memory_reserved": ("harness", "the allocator's state"),
+    "torch.cuda.max_memory_reserved": ("harness", "the allocator's state"),
+    "torch.cuda.memory_stats": ("harness", "the allocator's state"),
+    "torch.cuda.memory_stats_as_nested_dict": ("harness", "the allocator's state"),
+    "torch.cuda.memory_summary": ("harness", "the allocator's state"),
+    "torch.cuda.memory_snapshot": ("harness", "the allocator's state"),
+    "torch.cuda.mem_get_info": ("harness", "the allocator's state"),
+    "torch.cuda.list_gpu_processes": ("harness", "the GPU's processes"),
+    "torch.cuda.utilization": ("harness", "the GPU's load"),
+    "torch.cuda.is_current_stream_capturing": ("harness", "whether a CUDA graph is captured"),
+    # the verifier reseeds torch before each of its calls, the timer does not: a generator's
+    # state (or the seed it was last given) read between calls tells them apart
+    "torch.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
+    "torch.random.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
+    "torch.cuda.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
+    "torch.cuda.get_rng_state_all": ("random", "the generator's state, which the verifier "
+                                               "reseeds"),
+    "torch.initial_seed": ("random", "the seed the verifier last gave torch"),
+    "torch.random.initial_seed": ("random", "the seed the verifier last gave torch"),
+    "torch.cuda.initial_seed": ("random", "the seed the verifier last gave torch"),
+    "torch.default_generator": ("random", "the generator's state, which the verifier reseeds"),
+    "torch.cuda.default_generators": ("random", "the generator's state, which the verifier "
+                                                "reseeds"),
     "os.environ": ("env", "the environment"),
     "os.getenv": ("env", "the environment"),
     "os.environb": ("env", "the environment"),
