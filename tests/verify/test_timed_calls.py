@@ -219,3 +219,77 @@ def test_an_in_place_cheat_that_counts_calls_since_the_seed_is_caught_after_timi
     result = got.result("counts")
     assert result.status is Status.CHEAT, result
     assert got.result("original").status is Status.OK
+
+
+IN_PLACE_RACES = '''
+def sin_inplace(x, out):
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n // 2 if _timed() else n, 4),)](x, out, 0, n, BLOCK_SIZE=4)
+'''
+IN_PLACE_HONEST = '''
+def sin_inplace(x, out):
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n, 64),)](x, out, 0, n, BLOCK_SIZE=64)
+'''
+
+
+def test_an_in_place_output_wrong_only_inside_the_timer_is_a_cheat(tmp_path):
+    original = tmp_path / "sin_inplace.py"
+    original.write_text(IN_PLACE + TELLS)
+    spec = tmp_path / "s.toml"
+    spec.write_text(IN_PLACE_SPEC)
+    task = task_from_file(original, spec)
+    head = task.source.split("\ndef sin_inplace")[0]
+    variants = (original_variant(task), Variant("races", head + IN_PLACE_RACES + TELLS, "r"),
+                Variant("honest", head + IN_PLACE_HONEST + TELLS, "h"))
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        got = ev.evaluate(task, variants, purpose="time", verify=True, time=True,
+                          use_store=False)
+    races = got.result("races")
+    assert races.status is Status.CHEAT and "its last timed call" in races.failure.reason, races
+    assert "arg[1]" in races.failure.reason
+    assert got.result("honest").status is Status.OK, got.result("honest")
+
+
+def test_arguments_are_judged_where_the_original_wrote_them_and_only_there():
+    x = torch.arange(8.0)
+    ref_out, cand_out, wrong_out = torch.zeros(8), torch.full((8,), 5.0), torch.zeros(8)
+
+    def original():
+        ref_out[:6] = x[:6] * 2          # elements 6, 7 never written: the buffer's own
+        return None
+
+    def candidate():
+        cand_out[:6] = x[:6] * 2         # other garbage where the original writes nothing
+        return None
+
+    def wrong():
+        wrong_out[:3] = x[:3] * 2
+        return None
+
+    calls = TimedCalls()
+    wrapped = [calls.keeping("original", original, {"arg[1]": ref_out}, reference=True),
+               calls.keeping("candidate", candidate, {"arg[1]": cand_out}),
+               calls.keeping("wrong", wrong, {"arg[1]": wrong_out})]
+    for _ in range(3):
+        for f in wrapped:
+            f()
+    found = calls.differences("original", original, _compare, lambda: {}, None)
+    assert set(found) == {"wrong"} and found["wrong"][0].output == "arg[1]"
+
+
+def test_an_argument_that_moves_with_every_call_is_not_judged():
+    acc_ref, acc_cand = torch.zeros(4), torch.zeros(4)
+
+    def original():
+        acc_ref.add_(1.0)
+
+    def candidate():
+        acc_cand.add_(1.0)
+
+    calls = TimedCalls()
+    wrapped = [calls.keeping("original", original, {"arg[0]": acc_ref}, reference=True),
+               calls.keeping("candidate", candidate, {"arg[0]": acc_cand})]
+    for f in wrapped * 3 + wrapped[1:]:      # the candidate called once more than the original
+        f()
+    assert calls.differences("original", original, _compare, lambda: {}, None) == {}

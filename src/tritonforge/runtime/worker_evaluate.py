@@ -259,7 +259,9 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             kept = TimedCalls()
             try:
                 samples, method = time_interleaved(
-                    {n: kept.keeping(n, f) for n, f in fns.items()}, request.timing, dev,
+                    {n: kept.keeping(n, f, dict(iter_tensors(invocations[n].arguments, "arg")),
+                                     reference=n == reference.variant.name)
+                     for n, f in fns.items()}, request.timing, dev,
                     progress=lambda name, cid=case.id: report(Progress("time", name, cid)))
             except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
                 kept.clear()

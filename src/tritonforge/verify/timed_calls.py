@@ -20,9 +20,13 @@ know of (rules ``clock`` and ``harness``); this is the dynamic check that needs 
   ``GROSS_NORM`` (the timer may run an autotuner's config that verification did not), as in the
   other bare-call checks.
 
-A result the original writes into an argument and does not return is not judged here (whether
-an argument may be compared after an unknown number of calls is not known); the check after
-timing (``shipped.shipped_after_timing``) still covers the bare call on those.
+Results written into arguments are judged too, where that is sound: the original's arguments
+are copied before its first timed call (``pristine``); after timing, an argument whose elements
+the original's calls changed, and that one more call of the original leaves as it was (not an
+accumulation), is compared with the candidate's own argument on the changed elements (a
+candidate's buffer from ``torch.empty`` holds other garbage where the original writes nothing).
+An argument both variants share (one tensor) judges nothing. Copies beyond
+``KEEP_SHARE_OF_DEVICE`` of the device's memory are not made: the check is skipped there.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import torch
 
 from ..model import Mismatch
 from .shipped import gross_only, masked
-from .tree import clone_tree, iter_tensors
+from .tree import clone_tree, iter_tensors, shares_memory
 
 # a kept result larger than this share of the device's memory is not kept (the check is skipped
 # for that variant on that case: keeping it could run the timing out of memory)
@@ -52,15 +56,35 @@ def _limit_bytes() -> float:
     return float("inf")
 
 
+def _changed(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+    """Where ``after`` differs from ``before`` (NaN where both are NaN is no change)."""
+    same = before == after
+    if before.is_floating_point() or before.is_complex():
+        same |= torch.isnan(before) & torch.isnan(after)
+    return ~same
+
+
 @dataclass
 class TimedCalls:
-    """The last result of each variant's timed calls on one case."""
+    """The last result of each variant's timed calls on one case, and their arguments."""
 
     last: dict[str, Any] = field(default_factory=dict)
     too_big: set[str] = field(default_factory=set)
     limit_bytes: float = field(default_factory=_limit_bytes)
+    args: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    pristine: dict[str, torch.Tensor] = field(default_factory=dict)
 
-    def keeping(self, name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+    def keeping(self, name: str, fn: Callable[[], Any],
+                arguments: dict[str, torch.Tensor] | None = None,
+                reference: bool = False) -> Callable[[], Any]:
+        """``fn`` wrapped to keep its last result; ``arguments``: its invocation's tensors (the
+        reference's are copied now, before its first timed call)."""
+        if arguments:
+            self.args[name] = arguments
+            if reference and sum(t.numel() * t.element_size() for t in arguments.values()) \
+                    * 2 <= self.limit_bytes:
+                self.pristine = {p: t.detach().clone() for p, t in arguments.items()}
+
         def timed() -> Any:
             self.last.pop(name, None)        # the previous result goes before the next is made
             out = fn()
@@ -84,22 +108,37 @@ class TimedCalls:
         if sync is not None:
             sync()
         ref = clone_tree(self.last[reference])
+        ref_args = self.args.get(reference, {})
+        before = {p: ref_args[p].detach().clone() for p in self.pristine if p in ref_args}
         again = call_reference()
         if sync is not None:
             sync()
-        if compare(ref, again, "return"):
-            return {}
+        judge_return = not compare(ref, again, "return")
         del again
+        written = {}
+        for p, kept in before.items():
+            if compare(kept, ref_args[p], p):
+                continue              # one more call moved it: it depends on the call count
+            mask = _changed(self.pristine[p], kept)
+            if bool(mask.any()):
+                written[p] = (kept, mask)
         masks: dict[str, torch.Tensor] | None = None
         found = {}
         for name, result in self.last.items():
             if name == reference:
                 continue
-            diffs = gross_only(compare(ref, result, "return"))
+            diffs = gross_only(compare(ref, result, "return")) if judge_return else []
             if diffs and masks is None:
                 masks = unwritten()
             if diffs and masks:
                 diffs = gross_only(compare(masked(ref, masks), masked(result, masks), "return"))
+            theirs = self.args.get(name, {})
+            for p, (kept, mask) in written.items():
+                cand = theirs.get(p)
+                if cand is None or cand.shape != kept.shape or cand.dtype != kept.dtype or \
+                        cand.device != kept.device or shares_memory(cand, ref_args[p]):
+                    continue
+                diffs += gross_only(compare(kept[mask], cand.detach()[mask], p))
             if diffs:
                 found[name] = diffs
         return found
@@ -107,6 +146,8 @@ class TimedCalls:
     def clear(self) -> None:
         self.last.clear()
         self.too_big.clear()
+        self.args.clear()
+        self.pristine = {}
 
 
 __all__ = ["KEEP_SHARE_OF_DEVICE", "TimedCalls"]
