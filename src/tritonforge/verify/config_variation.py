@@ -28,6 +28,8 @@ from typing import Any, Iterator
 # processes import this module before they set it (tests/transforms/conftest.py).
 
 GROSS_NORM = 0.05         # a config differing more than this (relative norm) is not rounding
+GROSS_SHARE = 0.01        # an exact-dtype output (integers, bools: no norm) differing in more than
+                          # this share of its elements is not a config's rounding either
 CONFIGS_PER_TUNER = 4     # other configs tried per autotuner, chosen to cover its settings
 
 
