@@ -93,7 +93,7 @@ def test_a_request_still_compiling_after_the_grace_is_cut_not_waited_for():
     report = ahead.stop()
     assert busy.cut == 1 and busy.abandoned == 0 and idle.cut == 0
     assert report.cut == 1 and report.compiled == 0
-    assert "1 request(s) still compiling" in report.note()
+    assert "1 request(s) still running" in report.note()
 
 
 def test_abandoning_cuts_the_request_in_flight_instead_of_waiting():

@@ -136,7 +136,13 @@ class Evaluator:
         self.close()
 
     def request_key(self, request: EvaluateRequest, purpose: str) -> str:
-        parts = [purpose, self.device, request.task.source_hash, dumps(request.task.cases),
+        """What identifies a request's outcome in the run store: the cases it can run (an
+        untimed request's ``case_ids`` alone: generated cases joining the task later leave a
+        verification on the test section the same request; a timed one also checks a
+        correctness case of the task's after timing), the variants, the flags, the plan."""
+        ran = request.task.cases if request.case_ids is None or request.time else \
+            tuple(c for c in request.task.cases if c.id in request.case_ids)
+        parts = [purpose, self.device, request.task.source_hash, dumps(ran),
                  ",".join(v.hash for v in request.variants), str(request.case_ids),
                  str((request.verify, request.time, request.run_cases, request.keep_going)),
                  str((request.first_calls, request.second_pass)),

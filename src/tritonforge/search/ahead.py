@@ -23,6 +23,14 @@ Stopping waits ``STOP_GRACE_S`` at most for the requests in flight, then cuts th
 sent 45 s into the record, until the record's cap killed it 90 s later, and the record ended with
 no candidate proposed. A worker's restart costs seconds; a hung request, the record.
 
+Once the original's baseline has chosen the verification cases (``verify_from``), the spare
+workers verify as well: each candidate compiled ahead, and each still to come, on round 1's first
+tier, with the very request round 1 makes (``cascade.verify_request``), whose outcome the run
+store keeps; round 1 then finds those answered. The profile (its Nsight Compute run takes the GPU
+lock shared) runs meanwhile: 13-48 s a record on an H100 pass (120 s a record, 2026-11-26) in
+which no candidate was verified, and the median record saw its first verified candidate 63 s in.
+A verification waits for the baseline's timing as every request does (the exclusive lock).
+
 Not measured on a GPU yet: a compile-only request builds its inputs on the GPU beside the
 baseline's timing (whose times only choose cases) and the profile (advice).
 """
@@ -36,7 +44,7 @@ from dataclasses import dataclass
 
 from ..model import Candidate, HardwareInfo, ProposalContext, Status, Task
 from ..runtime.evaluator import Evaluator
-from .cascade import variant
+from .cascade import variant, verify_request
 from .proposer import Proposer
 
 log = logging.getLogger(__name__)
@@ -51,12 +59,15 @@ class AheadReport:
     compiled: int
     seconds: float
     cut: int = 0          # requests still in flight after STOP_GRACE_S, cut
+    verified: int = 0     # first-tier verification requests answered ahead (any outcome)
 
     def note(self) -> str:
-        cut = (f"; {self.cut} request(s) still compiling {STOP_GRACE_S:.0f} s after round 1 "
-               "needed the workers, cut" if self.cut else "")
-        return (f"compiled ahead: {self.compiled} of {self.proposed} likely first candidate(s) "
-                f"while the original was measured ({self.seconds:.0f} s, spare workers{cut})")
+        cut = (f"; {self.cut} request(s) still running when round 1 had waited for the "
+               "workers, cut" if self.cut else "")
+        checked = f", {self.verified} verified on round 1's first tier" if self.verified else ""
+        return (f"compiled ahead: {self.compiled} of {self.proposed} likely first candidate(s)"
+                f"{checked} while the original was measured ({self.seconds:.0f} s, spare "
+                f"workers{cut})")
 
 
 class CompileAhead:
@@ -71,10 +82,32 @@ class CompileAhead:
         self.case_ids = case_ids
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._queue: list[Candidate] = []
-        self._proposed = self._compiled = 0
+        self._unverified: list[Candidate] = []     # compiled, to verify once the tier is known
+        self._tier: tuple[Task, tuple[str, ...], bool] | None = None
+        self._proposed = self._compiled = self._verified = 0
         self._start = 0.0
+
+    def verify_from(self, task: Task, tier: tuple[str, ...], second_pass: bool) -> None:
+        """From now on verify instead of only compiling: on ``tier`` of ``task`` (round 1's first,
+        with its ``second_pass``), the candidates compiled so far first."""
+        with self._cond:
+            if tier:
+                self._tier = (task, tier, second_pass)
+            self._cond.notify_all()
+
+    def _next(self) -> tuple[str, Candidate] | None:
+        """(compile | verify, the candidate), or None when there is nothing left to do; a
+        worker with nothing to compile waits for the tier, or the stop. Holds the lock."""
+        while not self._stop.is_set():
+            if self._tier is not None:
+                pool = self._unverified or self._queue
+                return ("verify", pool.pop(0)) if pool else None
+            if self._queue:
+                return "compile", self._queue.pop(0)
+            self._cond.wait(1.0)
+        return None
 
     def propose(self) -> list[Candidate]:
         """Candidates from the source alone, each ahead proposer in turn, up to a round's."""
@@ -103,11 +136,20 @@ class CompileAhead:
             self._threads.append(t)
 
     def _work(self, ev: Evaluator) -> None:
-        while not self._stop.is_set():
-            with self._lock:
-                if not self._queue:
-                    return
-                cand = self._queue.pop(0)
+        while True:
+            with self._cond:
+                job = self._next()
+                tier = self._tier
+            if job is None:
+                return
+            kind, cand = job
+            if kind == "verify" and tier is not None:
+                task, case_ids, second_pass = tier
+                got = verify_request(ev, task, self.original, cand, case_ids, True, second_pass)
+                if got.status is not Status.SKIPPED:     # not cut
+                    with self._cond:
+                        self._verified += 1
+                continue
             try:
                 done = ev.compile_ahead(self.task, (variant(self.original, "original"),
                                                     variant(cand, "candidate")), self.case_ids)
@@ -117,15 +159,19 @@ class CompileAhead:
             results = getattr(done, "results", ())
             if done is not None and not (results and all(r.status is Status.SKIPPED
                                                           for r in results)):   # not cut
-                with self._lock:
+                with self._cond:
                     self._compiled += 1
+                    self._unverified.append(cand)
+                    self._cond.notify_all()
 
     def stop(self, abandon: bool = False) -> AheadReport:
         """No new compile request; wait up to ``grace_s`` for those in flight (the workers are
         round 1's next), then cut those still running (``Evaluator.cut_in_flight``); or,
         ``abandon`` (the record is over before round 1: its baseline cut or failing), cut them at
         once and for good (``Evaluator.abandon``)."""
-        self._stop.set()
+        with self._cond:
+            self._stop.set()
+            self._cond.notify_all()
         cut = 0
         if abandon:
             for ev, t in zip(self.spare, self._threads):
@@ -142,4 +188,4 @@ class CompileAhead:
         for t in self._threads:
             t.join()
         seconds = time.perf_counter() - self._start if self._start else 0.0
-        return AheadReport(self._proposed, self._compiled, seconds, cut)
+        return AheadReport(self._proposed, self._compiled, seconds, cut, self._verified)

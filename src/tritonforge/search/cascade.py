@@ -45,6 +45,23 @@ def _out_of_time(cand: Candidate) -> VariantResult:
                          Failure(Status.SKIPPED, OUT_OF_TIME))
 
 
+def verify_request(ev: Evaluator, task: Task, original: Candidate, cand: Candidate,
+                   case_ids: tuple[str, ...], first_calls: bool, second_pass: bool,
+                   purpose: str = "verify") -> VariantResult:
+    """One tier's verification request of ``cand``, as the cascade asks it (compiling ahead asks
+    round 1's first tier the same way, so the run store answers round 1 at once); a request that
+    fails is the candidate's CRASH."""
+    try:
+        evaluation = ev.evaluate(task, (variant(original, "original"), variant(cand, "candidate")),
+                                 purpose=purpose, case_ids=case_ids, verify=True, time=False,
+                                 first_calls=first_calls, second_pass=second_pass)
+        return evaluation.result("candidate")
+    except Exception as exc:  # noqa: BLE001 - a request's failure is the candidate's result
+        log.warning("verification request for %s failed: %s", cand.hash, exc)
+        return VariantResult("candidate", cand.hash, Status.CRASH,
+                             Failure(Status.CRASH, f"verification request failed: {exc}"[:300]))
+
+
 def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
                    cands: list[Candidate], tiers: tuple[tuple[str, ...], ...],
                    on_tier: Callable[[int, int, int], None] = lambda tier, asked, passed: None,
@@ -86,16 +103,8 @@ def verify_cascade(evaluators: list[Evaluator], task: Task, original: Candidate,
             final[cand.hash] = result
 
     def ask(ev: Evaluator, tier: int, cand: Candidate, purpose: str) -> VariantResult:
-        try:
-            evaluation = ev.evaluate(task, (variant(original, "original"), variant(cand, "candidate")),
-                                     purpose=purpose, case_ids=kept[tier], verify=True, time=False,
-                                     first_calls=fresh and tier == 0,
-                                     second_pass=tier == len(kept) - 1)
-            return evaluation.result("candidate")
-        except Exception as exc:  # noqa: BLE001 - a request's failure is the candidate's result
-            log.warning("verification request for %s failed: %s", cand.hash, exc)
-            return VariantResult("candidate", cand.hash, Status.CRASH,
-                                 Failure(Status.CRASH, f"verification request failed: {exc}"[:300]))
+        return verify_request(ev, task, original, cand, kept[tier], fresh and tier == 0,
+                              tier == len(kept) - 1, purpose)
 
     def work(ev: Evaluator) -> None:
         nonlocal busy

@@ -32,7 +32,8 @@ from .cases import (  # noqa: F401 - re-exported: callers and tests import them 
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
     SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases,
     largest_performance_case, profile_case,
-    representative_cases, restrict_to_runnable, search_verification_cases, verification_tiers,
+    representative_cases, restrict_to_runnable, search_verification_cases, split_deferred,
+    verification_tiers,
 )
 from .ahead import CompileAhead
 from .final_check import FinalCheck
@@ -277,6 +278,9 @@ class Optimizer:
             estimate.seconds(perf_ids())
             + autotune_first_run_s(cand.source, len(perf_ids()))
             + autotune_first_run_s(original.source, len(perf_ids())))
+        if ahead is not None:
+            ahead.verify_from(task, *_first_tier(task, verify_ids, base,
+                                                 generated_coming=self.late_cases is not None))
         hardware = self._hardware()
         prestart = getattr(self.make_final_evaluator, "prestart", None)
         if callable(prestart):
@@ -435,6 +439,18 @@ def _late_ready(late_cases: Callable[[], tuple[Case, ...]]) -> bool:
 def make_evaluators(settings: Settings, run_dir: Path, store: RunStore | None, jobs: int,
                     device: str) -> list[Evaluator]:
     return [Evaluator(settings, run_dir / f"w{i}", store, device=device) for i in range(max(1, jobs))]
+
+
+def _first_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
+                generated_coming: bool) -> tuple[tuple[str, ...], bool]:
+    """(round 1's first verification tier, whether it is the last of round 1's tiers: its
+    ``second_pass``) as the baseline leaves them, for verifying ahead (``search.ahead``). Generated
+    cases still being made join as a tier of their own before round 1 (``Optimizer._join_late``),
+    so the first tier is then not the last."""
+    early = [t for t in split_deferred(task, verification_tiers(task, verify_ids, base))[0] if t]
+    if not early:
+        return (), False
+    return early[0], len(early) == 1 and not generated_coming
 
 
 from ..model.serialize import register as _register  # noqa: E402

@@ -1,0 +1,127 @@
+"""Verifying ahead (search.ahead): once the baseline chose the cases, the spare workers verify the
+candidates compiled ahead on round 1's first tier with the very request round 1 makes, so the run
+store answers round 1 at once (``Evaluator.request_key`` of an untimed request names only the
+cases it runs: generated cases joining the task later do not change it)."""
+
+import dataclasses
+import threading
+from types import SimpleNamespace
+
+from tritonforge.config import Settings
+from tritonforge.model import (
+    Candidate, Case, CaseRole, DeviceInfo, Evaluation, HardwareInfo, SpecCall, Status, Task,
+    Timing, TimingMethod, VariantResult,
+)
+from tritonforge.runtime.evaluator import Evaluator
+from tritonforge.search.ahead import CompileAhead
+from tritonforge.search.cascade import verify_cascade
+from tritonforge.search.loop import _first_tier
+from tritonforge.store import RunStore
+
+ORIGINAL = Candidate("x = 0\n", "original")
+CASES = (Case("test", CaseRole.CORRECTNESS, SpecCall("f")),
+         Case("p0", CaseRole.PERFORMANCE, SpecCall("f")),
+         Case("p1", CaseRole.PERFORMANCE, SpecCall("f")))
+TASK = Task("t", ORIGINAL.source, ("f",), CASES, "test")
+GENERATED = dataclasses.replace(CASES[0], id="odd-size", generated=True)
+
+
+class Proposes:
+    name = "static"
+
+    def __init__(self, n):
+        self.n = n
+
+    def propose(self, ctx):
+        return [Candidate(f"x = {i}\n", "static", ctx.incumbent.hash, f"move {i}")
+                for i in range(self.n)][:ctx.budget]
+
+
+def _evaluator(tmp_path, store, sent, name):
+    ev = Evaluator(Settings(device="cpu"), tmp_path / name, store, device="cpu")
+
+    def evaluate(request, deadline=None):
+        sent.append(request)
+        results = tuple(VariantResult(v.name, v.hash, Status.OK) for v in request.variants)
+        return Evaluation(request.task.name, results, DeviceInfo("cpu", True))
+    ev.worker = SimpleNamespace(evaluate=evaluate, cut=False, info=None, close=lambda: None,
+                                interrupt=lambda: None)
+    return ev
+
+
+def test_round_one_finds_the_candidates_verified_ahead_answered(tmp_path):
+    store = RunStore(tmp_path / "store.sqlite")
+    sent = []
+    spare = [_evaluator(tmp_path, store, sent, f"w{i}") for i in range(2)]
+    ahead = CompileAhead(spare, TASK, ORIGINAL, [Proposes(3)], 3, HardwareInfo("cpu", True))
+    ahead.start()
+    # the baseline chose the cases: round 1's first tier is the test section and p0
+    ahead.verify_from(TASK, ("test", "p0"), second_pass=False)
+    for _ in range(500):                 # round 1 comes later: the spare workers verify meanwhile
+        if sum(1 for r in sent if r.verify) == 3:
+            break
+        threading.Event().wait(0.01)
+    report = ahead.stop()
+    assert report.verified == 3 and "3 verified on round 1's first tier" in report.note()
+    ahead_requests = [r for r in sent if r.verify]
+    assert len(ahead_requests) == 3
+    assert all(r.case_ids == ("test", "p0") and r.first_calls and not r.second_pass
+               for r in ahead_requests)
+    # round 1, after generated cases joined the task: its first tier is answered by the store
+    task = dataclasses.replace(TASK, cases=TASK.cases + (GENERATED,))
+    cands = Proposes(3).propose(SimpleNamespace(incumbent=ORIGINAL, budget=3))
+    before = len(sent)
+    got = verify_cascade([_evaluator(tmp_path, store, sent, "pool")], task, ORIGINAL, cands,
+                         (("test", "p0"), ("odd-size",)))
+    asked = sent[before:]
+    assert all(r.status is Status.OK for r in got.values())
+    assert [r.case_ids for r in asked] == [("odd-size",)] * 3      # only the tier not asked ahead
+    store.close()
+
+
+def test_a_compiled_candidate_waits_for_the_tier_and_a_stop_ends_the_wait():
+    log, seen = [], threading.Event()
+
+    class Spare:
+        def compile_ahead(self, task, variants, case_ids=None):
+            log.append(variants[1].source)
+            seen.set()
+            return SimpleNamespace(results=())
+
+        def cut_in_flight(self):
+            pass
+
+    ahead = CompileAhead([Spare()], TASK, ORIGINAL, [Proposes(2)], 2, HardwareInfo("cpu", True))
+    ahead.start()
+    assert seen.wait(5)
+    report = ahead.stop()              # no tier ever came: nothing verified, nothing hangs
+    assert report.verified == 0 and report.compiled == 2 and report.cut == 0
+
+
+def _base():
+    return VariantResult("original", ORIGINAL.hash, Status.OK, timings=tuple(
+        Timing(cid, "original", TimingMethod.CUDA_EVENTS, (ms,) * 3)
+        for cid, ms in (("p0", 1.0), ("p1", 2.0))))
+
+
+def test_the_first_tier_is_the_last_one_only_when_no_generated_case_is_coming():
+    tier, last = _first_tier(TASK, ("test", "p0", "p1"), _base(), generated_coming=False)
+    assert tier == ("test", "p0") and last                 # p1 is deferred: one early tier
+    tier, last = _first_tier(TASK, ("test", "p0", "p1"), _base(), generated_coming=True)
+    assert tier == ("test", "p0") and not last
+
+
+def test_an_untimed_request_is_keyed_by_the_cases_it_runs(tmp_path):
+    ev = Evaluator(Settings(device="cpu"), tmp_path / "w", None, device="cpu")
+    grown = dataclasses.replace(TASK, cases=TASK.cases + (GENERATED,))
+    from tritonforge.runtime.protocol import EvaluateRequest
+    from tritonforge.runtime.timing_plan import timing_plan
+    plan = timing_plan(ev.settings)
+
+    def key(task, time, case_ids=("test",)):
+        return ev.request_key(EvaluateRequest(task, (), case_ids, True, time, plan, True, False),
+                              "verify")
+    assert key(TASK, False) == key(grown, False)
+    assert key(TASK, True) != key(grown, True)              # a timed request checks any case
+    assert key(TASK, False, None) != key(grown, False, None)
+    assert key(TASK, False, ("test",)) != key(TASK, False, ("test", "p0"))
