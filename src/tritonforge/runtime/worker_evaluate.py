@@ -19,6 +19,7 @@ from ..model import (
     Case, CaseRole, DeviceInfo, Evaluation, Failure, Status, Timing, Variant, VariantResult,
 )
 from ..verify.compare import compare_outputs, tolerance_table
+from ..verify.config_variation import may_round_otherwise
 from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
@@ -272,7 +273,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                     return _finish(task, states, device, []), True
                 continue
             try:
-                wrong_when_timed = _timed_calls_differ(kept, reference, case, seed, fns,
+                wrong_when_timed = _timed_calls_differ(kept, reference, timed, case, seed, fns,
                                                        invocations, builder, task, dev)
             except BaseException as exc:  # noqa: BLE001 - the check's own trouble is no verdict
                 failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
@@ -305,9 +306,10 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     return _finish(task, states, device, notes), broken
 
 
-def _timed_calls_differ(kept: TimedCalls, reference: _State, case: Case, seed: int,
-                        fns: dict[str, Callable[[], object]], invocations: dict[str, Any],
-                        builder: InvocationBuilder, task: Any, dev: str) -> dict[str, list]:
+def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State], case: Case,
+                        seed: int, fns: dict[str, Callable[[], object]],
+                        invocations: dict[str, Any], builder: InvocationBuilder, task: Any,
+                        dev: str) -> dict[str, list]:
     """{candidate: how its last timed call's result differs from the original's}
     (verify.timed_calls); {} where the original was not timed on this case."""
     name = reference.variant.name
@@ -325,7 +327,9 @@ def _timed_calls_differ(kept: TimedCalls, reference: _State, case: Case, seed: i
         inputs = dict(iter_tensors(invocations[name].arguments, "arg"))
         return unwritten_masks(reference.module, case, seed,
                                lambda m, c, s, _d: builder.build(m, c, s), dev, inputs, sync)
-    return kept.differences(name, fns[name], compare, unwritten, sync)
+    modules = {s.variant.name: s.module for s in states}
+    return kept.differences(name, fns[name], compare, unwritten, sync,
+                            lambda cand: may_round_otherwise(reference.module, modules.get(cand)))
 
 
 def phase_note(marks: list[tuple[str, float]], end: float, mode: str) -> str:

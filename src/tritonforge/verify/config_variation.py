@@ -53,6 +53,14 @@ def autotuners(module: types.ModuleType) -> list[Any]:
     return found
 
 
+def may_round_otherwise(*modules: types.ModuleType | None) -> bool:
+    """Whether a call of these modules' kernels may round otherwise than in verification: one of
+    them autotunes (another process, or another autotune mode, can pick another config). Without
+    an autotuner a bare or timed call runs the very configs verification judged, and any
+    difference beyond the tolerance is the candidate's."""
+    return any(m is not None and autotuners(m) for m in modules)
+
+
 def _settings(config: Any) -> set[tuple[str, Any]]:
     pairs = set(getattr(config, "kwargs", {}).items())
     return pairs | {("num_warps", getattr(config, "num_warps", None)),

@@ -44,7 +44,7 @@ import torch
 
 from ..model import Case, Mismatch
 from .census import Census, op_census
-from .config_variation import GROSS_NORM, GROSS_SHARE
+from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise
 from .freshness import returned_aliases, returned_tensors
 from .poison import poison_, poison_allocations
 from .runner import MakeInvocation, _seed
@@ -272,7 +272,8 @@ def original_bare_view(reference: types.ModuleType, case: Case, seed: int,
                        make_invocation: MakeInvocation, device: str,
                        compare: Callable[[Any, Any, str], list[Mismatch]],
                        ref: tuple[Any, dict[str, torch.Tensor]],
-                       sync: Callable[[], None] | None) -> tuple[dict[str, torch.Tensor], bool]:
+                       sync: Callable[[], None] | None,
+                       exact: list[bool] | None = None) -> tuple[dict[str, torch.Tensor], bool]:
     """What the original's bare call ``ref`` (``bare_outputs``) needs to judge a candidate's:
     (the elements it leaves unwritten, ``unwritten_masks``; whether a second bare call of it on
     the same inputs agrees with the first: False, it races, and its bare calls judge nothing).
@@ -284,24 +285,30 @@ def original_bare_view(reference: types.ModuleType, case: Case, seed: int,
     outs = [p for p in ref_args if not p.startswith("input ")]
     differs = compare(masked(ref_result, masks), masked(again, masks), "return") or \
         any(compare(ref_args[p], again_args[p], p) for p in outs)
+    if exact is not None:      # whether the two calls agree bit for bit (no atomics' wobble)
+        exact.append(all(bitwise_equal(a, b) for (_, a), (_, b) in zip(
+            iter_tensors(masked(ref_result, masks), "r"), iter_tensors(masked(again, masks), "r")))
+            and all(bitwise_equal(ref_args[p], again_args[p]) for p in outs))
     return masks, not differs
 
 
 def candidate_bare_diffs(ref: tuple[Any, dict[str, torch.Tensor]],
                          cand: tuple[Any, dict[str, torch.Tensor]], masks: dict[str, torch.Tensor],
-                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> list[Mismatch]:
+                         compare: Callable[[Any, Any, str], list[Mismatch]],
+                         rounding: bool = True) -> list[Mismatch]:
     """How a candidate's bare call (``cand``: ``bare_outputs`` on the inputs the original's bare
     call ``ref`` had) differs from the original's, the elements the original leaves unwritten
     (``masks``) masked: value differences only beyond ``GROSS_NORM`` (an autotuner may have
     picked a config whose rounding verification never saw); unwritten, NaN, shape differences
-    always."""
+    always; every difference beyond the tolerance where neither variant may round otherwise
+    (``rounding`` False: ``config_variation.may_round_otherwise``)."""
     (ref_result, ref_args), (result, args) = ref, cand
     outs = [p for p in ref_args if not p.startswith("input ")]
     diffs = compare(masked(ref_result, masks), masked(result, masks), "return")
     for p in outs:
         if p in args:
             diffs.extend(compare(ref_args[p], args[p], p))
-    return gross_only(diffs)
+    return gross_only(diffs) if rounding else diffs
 
 
 def gross_only(diffs: list[Mismatch]) -> list[Mismatch]:
@@ -323,12 +330,14 @@ def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
                make_invocation: MakeInvocation, device: str,
                compare: Callable[[Any, Any, str], list[Mismatch]],
                ref: tuple[Any, dict[str, torch.Tensor]], cand: tuple[Any, dict[str, torch.Tensor]],
-               sync: Callable[[], None] | None) -> list[Mismatch]:
+               sync: Callable[[], None] | None, rounding: bool = True) -> list[Mismatch]:
     """How a candidate's bare call differs from the original's (``candidate_bare_diffs``);
     nothing where the original, run again, differs from itself (``original_bare_view``)."""
+    exact: list[bool] = []
     masks, agrees = original_bare_view(reference, case, seed, make_invocation, device, compare,
-                                       ref, sync)
-    return candidate_bare_diffs(ref, cand, masks, compare) if agrees else []
+                                       ref, sync, exact)
+    return candidate_bare_diffs(ref, cand, masks, compare, rounding or not all(exact)) \
+        if agrees else []
 
 
 def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
@@ -341,7 +350,8 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
     ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
     inputs = {p[len("input "):]: t for p, t in ref[1].items() if p.startswith("input ")}
     cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
-    diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync)
+    diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync,
+                       may_round_otherwise(reference, candidate))
     if not diffs:
         return None
     return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "

@@ -20,6 +20,7 @@ import torch
 
 from ..model import Case, Mismatch
 from .census import PROFILER_PLUMBING, foreign_kernels
+from .config_variation import may_round_otherwise
 from .integrity import integrity_snapshot
 from .kinds import CheatKind
 from .original_runs import case_key, tree_bytes
@@ -45,6 +46,7 @@ class OriginalBare:
     args: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
     masks: dict[str, torch.Tensor] | None = None
     agrees: bool | None = None
+    exact: list[bool] = dataclasses.field(default_factory=list)   # its two calls bit for bit
     failed: bool = False
 
 
@@ -168,7 +170,7 @@ class ShippedChecks:
                 try:
                     known.masks, known.agrees = original_bare_view(
                         self.reference, case, seed, self.make_invocation, self.device, compare,
-                        ref, sync)
+                        ref, sync, known.exact)
                 except Exception:  # noqa: BLE001 - the original failing here: nothing judged
                     known.failed = True
                     continue
@@ -176,7 +178,9 @@ class ShippedChecks:
                 kept.pop(key, None)          # too large to keep in a worker: made again next time
             if not known.agrees:
                 continue
-            diffs = candidate_bare_diffs(ref, cand, known.masks, compare)
+            diffs = candidate_bare_diffs(ref, cand, known.masks, compare,
+                                         not all(known.exact)
+                                         or may_round_otherwise(self.reference, self.candidate))
             if diffs:
                 return (f"the first calls, bare, on case {case.id} seed {seed} differ from the "
                         f"original's: {diffs[0].output}: {diffs[0].message}")
