@@ -5,12 +5,9 @@ more than ``GROSS_SHARE`` of its elements, which no rounding does."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from worker_runs import time_wrappers
 
-from tritonforge.config import Settings
-from tritonforge.model import Mismatch, Status, Variant
-from tritonforge.runtime.evaluator import Evaluator, original_variant
-from tritonforge.tasks.loader import task_from_file
+from tritonforge.model import Mismatch, Status
 from tritonforge.verify.config_variation import GROSS_SHARE
 from tritonforge.verify.shipped import gross_only
 
@@ -72,17 +69,8 @@ def quant(x):
 
 
 def test_an_integer_output_worn_out_after_verification_is_a_cheat(tmp_path):
-    original = tmp_path / "quant.py"
-    original.write_text(QUANTIZE)
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
-    task = task_from_file(original, spec)
-    head = task.source.split("\ndef quant")[0]
-    variants = (original_variant(task), Variant("worn_out", head + WORN_OUT, "w"),
-                Variant("honest", head + HONEST, "h"))
-    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
-        got = ev.evaluate(task, variants, purpose="time", verify=True, time=True,
-                          use_store=False)
+    got = time_wrappers(tmp_path, QUANTIZE, SPEC, "quant", {"worn_out": WORN_OUT, "honest": HONEST},
+                        name="quant")
     assert got.result("worn_out").status is Status.CHEAT, got.result("worn_out")
     assert got.result("honest").status is Status.OK, got.result("honest")
 

@@ -4,18 +4,10 @@ of each timed candidate on a correctness case must match the original's, or the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from worker_runs import EXAMPLE, SIN_SPEC, time_wrappers
 
-from tritonforge.config import Settings
-from tritonforge.model import Status, Variant
-from tritonforge.runtime.evaluator import Evaluator, original_variant
-from tritonforge.tasks.loader import task_from_file
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
-SPEC = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
-        '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [400] }]\n')
+from tritonforge.model import Status
 
 WATCHED = '''
 def sin_triton(x):
@@ -47,22 +39,11 @@ def sin_triton(x):
 '''
 
 
-def _variant(task, name: str, wrapper: str) -> Variant:
-    head = task.source.split("\ndef sin_triton")[0]
-    return Variant(name, head + wrapper, name)
-
-
 @pytest.fixture(scope="module")
 def timed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shipped")
-    spec = root / "s.toml"
-    spec.write_text(SPEC)
-    task = task_from_file(EXAMPLE, spec)
-    variants = (original_variant(task), _variant(task, "watched", WATCHED),
-                _variant(task, "worn_out", WORN_OUT), _variant(task, "honest", HONEST))
-    with Evaluator(Settings(device="cpu"), root / "w", device="cpu") as ev:
-        return ev.evaluate(task, variants, purpose="time", verify=False, time=True,
-                           use_store=False)
+    return time_wrappers(tmp_path_factory.mktemp("shipped"), EXAMPLE.read_text(), SIN_SPEC,
+                         "sin_triton", {"watched": WATCHED, "worn_out": WORN_OUT,
+                                        "honest": HONEST}, verify=False, name="sin_block4")
 
 
 @pytest.mark.parametrize("name", ["watched", "worn_out"])

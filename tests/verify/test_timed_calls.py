@@ -5,21 +5,13 @@ often it ran, are not."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
+from worker_runs import EXAMPLE, SIN_SPEC, time_wrappers
 
-from tritonforge.config import Settings
-from tritonforge.model import Mismatch, Status, Variant
-from tritonforge.runtime.evaluator import Evaluator, original_variant
-from tritonforge.tasks.loader import task_from_file
+from tritonforge.model import Mismatch, Status
 from tritonforge.verify.compare import compare_outputs, tolerance_table
 from tritonforge.verify.timed_calls import TimedCalls
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
-SPEC = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
-        '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [400] }]\n')
 
 # An original that carries a way to tell who calls it (here a walk up the caller's frames, a
 # stand-in for a kernel that reads the GPU's clock: the static policy tolerates in a candidate
@@ -57,24 +49,11 @@ def sin_triton(x):
 '''
 
 
-def _variant(task, name: str, wrapper: str) -> Variant:
-    head = task.source.split("\ndef sin_triton")[0]
-    return Variant(name, head + wrapper + TELLS, name)
-
-
 @pytest.fixture(scope="module")
 def timed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("timed_calls")
-    spec = root / "s.toml"
-    spec.write_text(SPEC)
-    original = root / "sin_block4.py"
-    original.write_text(EXAMPLE.read_text() + TELLS)
-    task = task_from_file(original, spec)
-    variants = (original_variant(task), _variant(task, "races", RACES_THE_TIMER),
-                _variant(task, "honest", HONEST))
-    with Evaluator(Settings(device="cpu"), root / "w", device="cpu") as ev:
-        return ev.evaluate(task, variants, purpose="time", verify=True, time=True,
-                           use_store=False)
+    return time_wrappers(tmp_path_factory.mktemp("timed_calls"), EXAMPLE.read_text(), SIN_SPEC,
+                         "sin_triton", {"races": RACES_THE_TIMER, "honest": HONEST}, tail=TELLS,
+                         name="sin_block4")
 
 
 def test_a_candidate_wrong_only_inside_the_timer_is_a_cheat(timed):
@@ -209,16 +188,8 @@ def sin_inplace(x, out):
 
 
 def test_an_in_place_cheat_that_counts_calls_since_the_seed_is_caught_after_timing(tmp_path):
-    original = tmp_path / "sin_inplace.py"
-    original.write_text(IN_PLACE)
-    spec = tmp_path / "s.toml"
-    spec.write_text(IN_PLACE_SPEC)
-    task = task_from_file(original, spec)
-    head = task.source.split("\ndef sin_inplace")[0]
-    cheat = Variant("counts", head + COUNTS_SINCE_THE_SEED, "counts")
-    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
-        got = ev.evaluate(task, (original_variant(task), cheat), purpose="time", verify=True,
-                          time=True, use_store=False)
+    got = time_wrappers(tmp_path, IN_PLACE, IN_PLACE_SPEC, "sin_inplace",
+                        {"counts": COUNTS_SINCE_THE_SEED}, name="sin_inplace")
     result = got.result("counts")
     assert result.status is Status.CHEAT, result
     assert got.result("original").status is Status.OK
@@ -237,17 +208,9 @@ def sin_inplace(x, out):
 
 
 def test_an_in_place_output_wrong_only_inside_the_timer_is_a_cheat(tmp_path):
-    original = tmp_path / "sin_inplace.py"
-    original.write_text(IN_PLACE + TELLS)
-    spec = tmp_path / "s.toml"
-    spec.write_text(IN_PLACE_SPEC)
-    task = task_from_file(original, spec)
-    head = task.source.split("\ndef sin_inplace")[0]
-    variants = (original_variant(task), Variant("races", head + IN_PLACE_RACES + TELLS, "r"),
-                Variant("honest", head + IN_PLACE_HONEST + TELLS, "h"))
-    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
-        got = ev.evaluate(task, variants, purpose="time", verify=True, time=True,
-                          use_store=False)
+    got = time_wrappers(tmp_path, IN_PLACE, IN_PLACE_SPEC, "sin_inplace",
+                        {"races": IN_PLACE_RACES, "honest": IN_PLACE_HONEST}, tail=TELLS,
+                        name="sin_inplace")
     races = got.result("races")
     assert races.status is Status.CHEAT and "its last timed call" in races.failure.reason, races
     assert "arg[1]" in races.failure.reason
@@ -325,14 +288,8 @@ def sin_triton(x):
 
 
 def test_an_error_under_the_rounding_allowance_counts_where_nothing_autotunes(tmp_path):
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
-    task = task_from_file(EXAMPLE, spec)
-    head = task.source.split("\ndef sin_triton")[0]
-    variants = (original_variant(task), Variant("sloppy", head + SLOPPY_LATER, "s"))
-    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
-        got = ev.evaluate(task, variants, purpose="time", verify=True, time=True,
-                          use_store=False)
+    got = time_wrappers(tmp_path, EXAMPLE.read_text(), SIN_SPEC, "sin_triton",
+                        {"sloppy": SLOPPY_LATER}, name="sin_block4")
     assert got.result("sloppy").status is Status.CHEAT, got.result("sloppy")
 
 

@@ -316,20 +316,30 @@ def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State
     if name not in fns or len(kept.last) < 2:
         return {}
     sync = torch.cuda.synchronize if dev.startswith("cuda") else None
+
+    def unwritten() -> dict[str, torch.Tensor]:
+        return unwritten_masks(reference.module, case, seed, _maker(builder), dev,
+                               kept.args.get(name, {}), sync)
+    modules = {s.variant.name: s.module for s in states}
+    return kept.differences(name, fns[name], _comparer(task, reference.module, case, seed),
+                            unwritten, sync,
+                            lambda cand: may_round_otherwise(reference.module, modules.get(cand)))
+
+
+def _comparer(task: Any, reference: Any, case: Case, seed: int) -> Callable[[Any, Any, str], list]:
+    """``compare(original's, candidate's, path)`` on (case, seed) with the task's tolerances."""
     tolerance = tolerance_table(getattr(task, "tolerance_overrides", ()) or ())
-    dot = uses_dot(reference.module)
+    dot = uses_dot(reference)
 
     def compare(r: Any, c: Any, path: str) -> list:
         return compare_outputs(r, c, case_id=case.id, seed=seed, tolerance_for=tolerance,
                                path=path, uses_dot=dot)
+    return compare
 
-    def unwritten() -> dict[str, torch.Tensor]:
-        inputs = dict(iter_tensors(invocations[name].arguments, "arg"))
-        return unwritten_masks(reference.module, case, seed,
-                               lambda m, c, s, _d: builder.build(m, c, s), dev, inputs, sync)
-    modules = {s.variant.name: s.module for s in states}
-    return kept.differences(name, fns[name], compare, unwritten, sync,
-                            lambda cand: may_round_otherwise(reference.module, modules.get(cand)))
+
+def _maker(builder: InvocationBuilder) -> Callable[[Any, Case, int, str], Any]:
+    """``verify``'s ``MakeInvocation`` over this worker's builder (its device is the builder's)."""
+    return lambda module, case, seed, _device: builder.build(module, case, seed)
 
 
 def phase_note(marks: list[tuple[str, float]], end: float, mode: str) -> str:
@@ -415,20 +425,12 @@ def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuil
         return
     case = pool[_RECHECK_NONCE % len(pool)]
     seed = fresh_seed(_RECHECK_NONCE)
-    tolerance = tolerance_table(getattr(task, "tolerance_overrides", ()) or ())
-    dot = uses_dot(reference.module)
-
-    def compare(r: Any, c: Any, path: str) -> list:
-        return compare_outputs(r, c, case_id=case.id, seed=seed, tolerance_for=tolerance,
-                               path=path, uses_dot=dot)
-
-    def make(module: Any, c: Case, s: int, _device: str) -> Any:
-        return builder.build(module, c, s)
+    compare = _comparer(task, reference.module, case, seed)
     for st in timed:
         report(Progress("verify", st.variant.name, case.id))
         try:
-            problem = shipped_after_timing(reference.module, st.module, case, seed, make, dev,
-                                           compare)
+            problem = shipped_after_timing(reference.module, st.module, case, seed,
+                                           _maker(builder), dev, compare)
         except BaseException as exc:  # noqa: BLE001 - a crash here is the candidate's
             failure, _ = classify_exception(exc, case_id=case.id, seed=seed)
             st.failure = failure

@@ -71,32 +71,21 @@ _HARNESS_PATHS = {
     # the allocator's state differs between the verifier's calls (its clones, poisoned
     # allocations) and the timer's (an L2 flush buffer, nothing held): a threshold on it tells
     # them apart as a clock would
-    "torch.cuda.memory": ("harness", "the allocator's state"),
-    "torch.cuda.memory_allocated": ("harness", "the allocator's state"),
-    "torch.cuda.max_memory_allocated": ("harness", "the allocator's state"),
-    "torch.cuda.memory_reserved": ("harness", "the allocator's state"),
-    "torch.cuda.max_memory_reserved": ("harness", "the allocator's state"),
-    "torch.cuda.memory_stats": ("harness", "the allocator's state"),
-    "torch.cuda.memory_stats_as_nested_dict": ("harness", "the allocator's state"),
-    "torch.cuda.memory_summary": ("harness", "the allocator's state"),
-    "torch.cuda.memory_snapshot": ("harness", "the allocator's state"),
-    "torch.cuda.mem_get_info": ("harness", "the allocator's state"),
+    **{f"torch.cuda.{name}": ("harness", "the allocator's state") for name in (
+        "memory", "memory_allocated", "max_memory_allocated", "memory_reserved",
+        "max_memory_reserved", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",
+        "memory_snapshot", "mem_get_info")},
     "torch.cuda.list_gpu_processes": ("harness", "the GPU's processes"),
     "torch.cuda.utilization": ("harness", "the GPU's load"),
     "torch.cuda.is_current_stream_capturing": ("harness", "whether a CUDA graph is captured"),
     # the verifier reseeds torch before each of its calls, the timer does not: a generator's
     # state (or the seed it was last given) read between calls tells them apart
-    "torch.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
-    "torch.random.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
-    "torch.cuda.get_rng_state": ("random", "the generator's state, which the verifier reseeds"),
-    "torch.cuda.get_rng_state_all": ("random", "the generator's state, which the verifier "
-                                               "reseeds"),
-    "torch.initial_seed": ("random", "the seed the verifier last gave torch"),
-    "torch.random.initial_seed": ("random", "the seed the verifier last gave torch"),
-    "torch.cuda.initial_seed": ("random", "the seed the verifier last gave torch"),
-    "torch.default_generator": ("random", "the generator's state, which the verifier reseeds"),
-    "torch.cuda.default_generators": ("random", "the generator's state, which the verifier "
-                                                "reseeds"),
+    **{path: ("random", "the generator's state, which the verifier reseeds") for path in (
+        "torch.get_rng_state", "torch.random.get_rng_state", "torch.cuda.get_rng_state",
+        "torch.cuda.get_rng_state_all", "torch.default_generator",
+        "torch.cuda.default_generators")},
+    **{path: ("random", "the seed the verifier last gave torch") for path in (
+        "torch.initial_seed", "torch.random.initial_seed", "torch.cuda.initial_seed")},
     "os.environ": ("env", "the environment"),
     "os.getenv": ("env", "the environment"),
     "os.environb": ("env", "the environment"),

@@ -48,7 +48,7 @@ from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise
 from .freshness import returned_aliases, returned_tensors
 from .poison import poison_, poison_allocations
 from .runner import MakeInvocation, _seed
-from .tree import bitwise_equal, clone_tree, iter_tensors, unravel
+from .tree import bitwise_equal, clone_tree, iter_tensors, same_bits, unravel
 
 log = logging.getLogger(__name__)
 
@@ -286,9 +286,8 @@ def original_bare_view(reference: types.ModuleType, case: Case, seed: int,
     differs = compare(masked(ref_result, masks), masked(again, masks), "return") or \
         any(compare(ref_args[p], again_args[p], p) for p in outs)
     if exact is not None:      # whether the two calls agree bit for bit (no atomics' wobble)
-        exact.append(all(bitwise_equal(a, b) for (_, a), (_, b) in zip(
-            iter_tensors(masked(ref_result, masks), "r"), iter_tensors(masked(again, masks), "r")))
-            and all(bitwise_equal(ref_args[p], again_args[p]) for p in outs))
+        exact.append(same_bits(masked(ref_result, masks), masked(again, masks))
+                     and all(bitwise_equal(ref_args[p], again_args[p]) for p in outs))
     return masks, not differs
 
 

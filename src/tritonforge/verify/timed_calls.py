@@ -47,7 +47,7 @@ import torch
 
 from ..model import Mismatch
 from .shipped import gross_only, masked
-from .tree import bitwise_equal, clone_tree, iter_tensors, shares_memory
+from .tree import bitwise_equal, clone_tree, iter_tensors, same_bits, shares_memory
 
 # a kept result larger than this share of the device's memory is not kept (the check is skipped
 # for that variant on that case: keeping it could run the timing out of memory)
@@ -63,13 +63,6 @@ def _limit_bytes() -> float:
         return KEEP_SHARE_OF_DEVICE * torch.cuda.get_device_properties(
             torch.cuda.current_device()).total_memory
     return float("inf")
-
-
-def _same_bits(a: Any, b: Any) -> bool:
-    """Two result trees with the same tensors, bit for bit (other leaves are not looked at)."""
-    left, right = list(iter_tensors(a, "r")), list(iter_tensors(b, "r"))
-    return len(left) == len(right) and all(
-        pa == pb and bitwise_equal(ta, tb) for (pa, ta), (pb, tb) in zip(left, right))
 
 
 def _changed(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
@@ -135,7 +128,7 @@ class TimedCalls:
             sync()
         judge_return = not compare(ref, again, "return")
         # an original whose own runs differ at all (atomics' order) is judged as if it rounded
-        wobbles = not _same_bits(ref, again)
+        wobbles = not same_bits(ref, again)
         del again
         written = {}
         for p, kept in before.items():

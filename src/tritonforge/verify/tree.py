@@ -81,6 +81,14 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(as_bits(a), as_bits(b.to(a.device))))
 
 
+def same_bits(a: Any, b: Any) -> bool:
+    """Two value trees whose tensors sit at the same paths with the same bits (``bitwise_equal``);
+    other leaves are not looked at."""
+    left, right = list(iter_tensors(a, "v")), list(iter_tensors(b, "v"))
+    return len(left) == len(right) and all(
+        pa == pb and bitwise_equal(ta, tb) for (pa, ta), (pb, tb) in zip(left, right))
+
+
 def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two tensors may overlap in memory (same storage and overlapping byte ranges)."""
     if a.device != b.device or a.numel() == 0 or b.numel() == 0:
