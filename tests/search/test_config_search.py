@@ -235,3 +235,46 @@ def test_an_autotuned_kernel_gets_ranked_configs_added_to_its_list(tmp_path, loa
     before = len(fake_bench)
     torch.testing.assert_close(load(top.source).double(x.clone()), 2 * x)
     assert len(fake_bench) - before == 3          # the new config was measured beside the two
+
+
+def test_a_launch_with_a_star_args_splat_is_searched(tmp_path, load):
+    """``*args`` binds positional parameters only: num_warps and num_stages, keyword-only launch
+    options, are searched there, and the keyword tile too; the candidates compute the same."""
+    import torch
+
+    src = cs_samples.ROWOP.replace("x, y, m, cols, x.stride(0), scale, bias, CHUNK=32,\n"
+                                   "                                num_warps=2, num_stages=2)",
+                                   "x, y, m, cols, *x.stride()[:1], scale, bias, CHUNK=32)")
+    assert "*x.stride()[:1]" in src and "num_warps" not in src
+    space = _space(src)
+    assert space is not None and set(space.warps) == {1, 2, 4, 8, 16}
+    assert dict(space.blocks)["CHUNK"] and space.pipelined and len(space.stages) > 1
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "ROWOP", src), src))
+    warps = [c for c in cands if "num_warps 4 ->" in c.description]
+    assert warps and len(cands) >= 20
+    assert "*x.stride()[:1], scale, bias" in warps[0].source and "num_warps=" in warps[0].source
+    expected = _run(load, "ROWOP", src)
+    for cand in warps[:2]:
+        torch.testing.assert_close(_run(load, "ROWOP", cand.source), expected)
+
+
+def test_beside_a_kwargs_splat_only_the_options_written_at_the_call_vary(tmp_path, load):
+    """A ``**kwargs`` splat may carry num_warps/num_stages: an option not written at the call is
+    left alone (adding it could collide with the splat's), one written there is searched."""
+    import torch
+
+    hidden = cs_samples.ROWOP.replace("CHUNK=32,\n                                num_warps=2, "
+                                      "num_stages=2)", "**opts)") \
+        .replace("    rows, cols = x.shape\n",
+                 "    rows, cols = x.shape\n    opts = dict(CHUNK=32, num_warps=2)\n")
+    assert "**opts)" in hidden
+    assert _space(hidden) is None
+    written = hidden.replace("**opts)", "num_warps=nw, **opts)") \
+        .replace("opts = dict(CHUNK=32, num_warps=2)", "opts = dict(CHUNK=32)\n    nw = 2")
+    space = _space(written)
+    assert space is not None and set(space.warps) == {1, 2, 4, 8, 16} and len(space.stages) == 1
+    cands = ConfigSearchProposer().propose(_context(_task(tmp_path, "ROWOP", written), written))
+    assert cands and all("num_stages" not in c.description for c in cands)
+    assert all("**opts)" in c.source and "num_warps=nw" not in c.source for c in cands)
+    expected = _run(load, "ROWOP", written)
+    torch.testing.assert_close(_run(load, "ROWOP", cands[0].source), expected)

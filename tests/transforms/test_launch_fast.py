@@ -34,3 +34,16 @@ def test_existing_and_computed_values_are_replaced():
 def test_a_launch_not_found_is_left_to_the_transform():
     assert write_launch_options(S.ADD_LOCAL, "add_kernel", 3, {"num_warps": 2}) is None
     assert write_launch_options(S.ADD_LOCAL, "no_such_kernel", 0, {"num_warps": 2}) is None
+
+
+def test_a_star_args_launch_gets_the_options_and_a_kwargs_splat_only_replacements():
+    star = S.ADD_LOCAL.replace("n_elements, BLOCK_SIZE)", "*(n_elements,), BLOCK_SIZE=BLOCK_SIZE)")
+    assert "*(n_elements,)" in star
+    out = write_launch_options(star, "add_kernel", 0, {"num_warps": 8})
+    assert out is not None and "*(n_elements,), BLOCK_SIZE=BLOCK_SIZE, num_warps=8)" in out
+    splat = S.ADD_LOCAL.replace("n_elements, BLOCK_SIZE)", "n_elements, **kw)")
+    assert write_launch_options(splat, "add_kernel", 0, {"num_warps": 8}) is None
+    given = splat.replace("**kw)", "num_warps=w, **kw)")
+    out = write_launch_options(given, "add_kernel", 0, {"num_warps": 8})
+    assert out is not None and "num_warps=8, **kw)" in out
+    assert write_launch_options(given, "add_kernel", 0, {"num_warps": 8, "num_stages": 2}) is None

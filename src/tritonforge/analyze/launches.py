@@ -379,7 +379,7 @@ def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelI
         params = kernel.param_names if kernel else ()
         line = call.lineno
         args: list[LaunchArg] = []
-        star = False
+        star = star_kwargs = False
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred):
                 star = True
@@ -389,7 +389,7 @@ def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelI
         options = []
         for kw in call.keywords:
             if kw.arg is None:
-                star = True
+                star = star_kwargs = True
                 continue
             if kw.arg == "num_warps":
                 nw = _arg(kw.value, text, res, line, keyword=kw.arg)
@@ -402,5 +402,5 @@ def find_launches(tree: ast.Module, text: SourceText, kernels: dict[str, KernelI
         grid = _grid(call.func.slice, text, res, line)
         knobs = _knobs(index, kernel, kname, tuple(args), grid, nw, ns)
         sites.append(LaunchSite(index, kname, text.span(call), qual, grid, tuple(args), nw, ns,
-                                tuple(options), star, knobs, alias, targets))
+                                tuple(options), star, knobs, alias, targets, star_kwargs))
     return tuple(sites)

@@ -359,6 +359,7 @@ class LaunchSite:
     knobs: LaunchKnobs | None = None
     alias: str | None = None         # the local name launched through (``fx[grid](...)``)
     alias_kernels: tuple[str, ...] = ()   # every kernel that name may be bound to
+    star_kwargs: bool = False        # a ``**kwargs`` splat among them: launch options may hide there
 
     @property
     def alias_partners(self) -> tuple[str, ...]:

@@ -169,13 +169,21 @@ def _block_values(value: int, tiled: bool, dot: bool, in_arange: bool) -> tuple[
 
 def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> SiteSpace | None:
     """The space of one launch site's ``LaunchKnobs``; None for an autotuned kernel, a kernel
-    not in the file, or a launch whose options come from elsewhere (``*args``/``**kwargs``,
-    @triton.heuristics)."""
+    not in the file, or a launch whose options come from elsewhere (@triton.heuristics, or a
+    ``**kwargs`` splat with neither option written beside it).
+
+    A ``*args`` splat binds positional parameters only, and num_warps/num_stages are keyword-only
+    launch options: they are searched there as anywhere (matrix_transpose passes its strides as
+    ``*x.stride()``; its one program per matrix ran at the default 4 warps, out of the search's
+    reach). Beside a ``**kwargs`` splat only an option written at the call varies (the same name
+    in the splat as well is the original's own TypeError); one not written may hide in it."""
     if knobs.autotuned or not analysis.has_kernel(knobs.kernel):
         return None
     kernel = analysis.kernel(knobs.kernel)
     site = analysis.site(knobs.site)
-    if site.has_star_args or {"num_warps", "num_stages"} & set(kernel.heuristics):
+    if {"num_warps", "num_stages"} & set(kernel.heuristics):
+        return None
+    if site.star_kwargs and not (knobs.num_warps_given or knobs.num_stages_given):
         return None
     blocks = [c for c in knobs.tunable_constexprs
               if c.block_like and isinstance(c.value, int) and not isinstance(c.value, bool)]
@@ -191,13 +199,16 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
     warps = knobs.num_warps or (0 if knobs.num_warps_given else 4)
     pipelined = _may_pipeline(analysis, knobs.kernel)
     stages = knobs.num_stages or (0 if knobs.num_stages_given else 3)
+    fixed_warps = site.star_kwargs and not knobs.num_warps_given
+    fixed_stages = site.star_kwargs and not knobs.num_stages_given
     return SiteSpace(
         site=knobs.site, kernel=knobs.kernel, blocks=tuple(values),
         current_blocks=tuple((c.name, c.value) for c in blocks),
-        warps=tuple(w for w in WARPS if not dot or w >= 4) if warps in WARPS + (0,) or dot
+        warps=(warps,) if fixed_warps else
+        tuple(w for w in WARPS if not dot or w >= 4) if warps in WARPS + (0,) or dot
         else (warps,),
         current_warps=warps,
-        stages=STAGES if pipelined else (stages,), current_stages=stages,
+        stages=STAGES if pipelined and not fixed_stages else (stages,), current_stages=stages,
         stages_given=knobs.num_stages_given, uses_dot=dot, pipelined=pipelined,
         contiguous=contiguous_blocks(tree, knobs.kernel) if tree is not None else frozenset())
 

@@ -5,9 +5,11 @@ The config search writes launch options into dozens of candidates a round; throu
 TritonBench-G file (parallel_attention, 2 shared CPU cores, 2026-11-25) and made proposing one
 round take 90 s. This edits only the option's text: an existing keyword's value is replaced, a
 missing one is inserted after the last argument. It handles the direct launch the config search
-selects (``kernel[grid](...)``, not autotuned, no ``*args``, options not from heuristics: its
-``site_space`` checks those); anything else -- an alias call, a call not found -- returns None,
-and the caller falls back to ``launch_params``.
+selects (``kernel[grid](...)``, not autotuned, options not from heuristics: its ``site_space``
+checks those), ``*args`` splats included (they bind positional parameters only); beside a
+``**kwargs`` splat it only replaces an option written at the call, for a missing one may hide in
+the splat. Anything else -- an alias call, a call not found -- returns None, and the caller falls
+back to ``launch_params``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def _offset(starts: list[int], line: int, col: int) -> int:
 def write_launch_options(source: str, kernel: str, ordinal: int,
                          options: dict[str, int]) -> str | None:
     """``source`` with ``options`` (num_warps, num_stages) written at the ``ordinal``-th launch
-    of ``kernel`` (source order); None when that launch is not found or takes ``**kwargs``."""
+    of ``kernel`` (source order); None when that launch is not found, or an option missing there
+    would have to be added beside a ``**kwargs`` splat."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -44,9 +47,7 @@ def write_launch_options(source: str, kernel: str, ordinal: int,
     if ordinal >= len(calls):
         return None
     call = calls[ordinal]
-    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred)
-                                                        for a in call.args):
-        return None
+    splat = any(k.arg is None for k in call.keywords)
     data = source.encode("utf-8")
     starts = [0]
     for line in data.splitlines(keepends=True):
@@ -62,6 +63,8 @@ def write_launch_options(source: str, kernel: str, ordinal: int,
         edits.append((_offset(starts, v.lineno, v.col_offset),
                       _offset(starts, v.end_lineno, v.end_col_offset), str(int(value)).encode()))
     if missing:
+        if splat:
+            return None
         last = max([*call.args, *call.keywords],
                    key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
         if last is None:
