@@ -201,6 +201,17 @@ for step in "$@"; do
       PASS_ENGINE="$( [ -n "${ENGINE_TREE:-}" ] && cat "$ENGINE_TREE/COMMIT" || echo "${ENGINE_COMMIT:-checkout}")"
       PASS_STORE=".gpu-store/pass-${PASS_ENGINE:0:12}"
       if [ ! -s "$PASS_DIR/records.jsonl" ]; then rm -rf "$PASS_STORE"; log "a new pass: $PASS_STORE starts empty"; fi
+      # a machine kept warm keeps this pass's records too: where the committed records.jsonl is
+      # an earlier state of that copy (its first bytes), the pass goes on from the copy, so a call
+      # made before the last call's records were committed does not optimize them a second time
+      # (seen on two H100s, 2026-11-26: six records ran twice, the first run's records kept)
+      KEEP="$PASS_STORE/records.jsonl"
+      if [ -s "$KEEP" ] && [ -s "$PASS_DIR/records.jsonl" ] \
+          && [ "$(wc -l < "$KEEP")" -gt "$(wc -l < "$PASS_DIR/records.jsonl")" ] \
+          && cmp -s -n "$(stat -c %s "$PASS_DIR/records.jsonl")" "$PASS_DIR/records.jsonl" "$KEEP"; then
+        log "records.jsonl is behind this machine's copy ($(wc -l < "$PASS_DIR/records.jsonl") vs $(wc -l < "$KEEP") records): the pass goes on from the copy"
+        cp "$KEEP" "$PASS_DIR/records.jsonl"
+      fi
       PASS_ARGS=(--device cuda --run-dir "$PASS_STORE" --per-kernel "${PER_KERNEL_S:-150}"
                  --jobs "${OPT_JOBS:-4}" --records "$PASS_DIR/records.jsonl"
                  --latest "$PASS_DIR/LATEST.json" --baseline-store .gpu-store/baseline/store.sqlite)
@@ -229,6 +240,7 @@ for step in "$@"; do
         timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" --budget 0 \
           > "$OUT/pass-final.log" 2>&1 || true
       fi
+      mkdir -p "$PASS_STORE" && cp "$PASS_DIR/records.jsonl" "$KEEP" 2>/dev/null || true
       cp "$PASS_DIR/records.jsonl" "$PASS_DIR/LATEST.json" "$PASS_DIR/PASS.md" "$FINAL_OUT/" 2>/dev/null || true
       ;;
     scaling)
