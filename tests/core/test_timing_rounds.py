@@ -114,3 +114,38 @@ def test_a_quick_variant_is_never_dropped_on_its_estimate_however_slow(monkeypat
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=6, round_ms=0.5, min_rounds=4,
                                                        case_budget_ms=None))
     assert len(samples["c0"]) == 4                  # timed for the minimum rounds, then dropped
+
+
+def test_the_baseline_times_the_original_in_fewer_rounds_than_the_search(monkeypatch):
+    """The baseline's plan is the search's cut to a few rounds (its times only order the cases
+    and size the estimates), and the optimizer's baseline request carries it."""
+    from types import SimpleNamespace
+
+    from tritonforge.config import Settings
+    from tritonforge.model import Candidate, Case, CaseRole, SpecCall, Task, VariantResult, Status
+    from tritonforge.runtime.timing_plan import BASELINE_ROUNDS, baseline_plan, timing_plan
+    from tritonforge.search.loop import Optimizer
+    from tritonforge.search.phases import PhaseClock
+
+    settings = Settings(device="cpu")
+    search, base = timing_plan(settings), baseline_plan(settings)
+    assert search.rounds > BASELINE_ROUNDS == base.rounds and base.min_rounds <= base.rounds
+    assert base == timing_plan(settings).__class__(**{**search.__dict__, "rounds": base.rounds,
+                                                      "min_rounds": base.min_rounds})
+    fns, calls = _stub(monkeypatch, {"original": 1.0})
+    time_interleaved_cuda(fns, base)
+    assert calls["original"] == base.rounds * 25        # 25 ms a round of 1 ms calls
+
+    sent = []
+
+    def evaluate(task, variants, **kwargs):
+        sent.append(kwargs)
+        return SimpleNamespace(results=(VariantResult("original", variants[0].hash, Status.OK),))
+    opt = object.__new__(Optimizer)
+    opt.known_baseline, opt.settings = None, settings
+    opt._emit = lambda *a, **k: None
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    original = Candidate("x = 1\n", "original")
+    task = Task("t", original.source, ("f",), (Case("p", CaseRole.PERFORMANCE, SpecCall("f")),), "")
+    opt._baseline(task, original, PhaseClock(), [])
+    assert sent and sent[0]["purpose"] == "baseline" and sent[0]["plan"] == base

@@ -1,5 +1,6 @@
 """The timing plan a request follows, from Settings (driver side; ``runtime.timing`` carries it
-out in the worker): the search's plan, and the final check's, which times everything in full."""
+out in the worker): the search's plan, the baseline's shorter one, and the final check's, which
+times everything in full."""
 
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ def final_check_plan(settings: Settings) -> TimingPlan:
     speedup. The per-case time budget still bounds slow cases. Autotuned kernels tune with
     Triton's own benchmark there, as in the user's process."""
     return dataclasses.replace(timing_plan(settings), abandon_slower=None, autotune_rep_ms=None)
+
+
+BASELINE_ROUNDS = 3
+
+
+def baseline_plan(settings: Settings) -> TimingPlan:
+    """The original's baseline: the search's plan cut to ``BASELINE_ROUNDS`` rounds. Its times
+    order the cases, choose the profiled one and size the budget's estimates; no speedup comes
+    from them (the rounds and the final check time the original beside each candidate). With the
+    search's 10 rounds it took 4-11 s of a 120 s record for 16 cases (H100 pass, 2026-11-26)."""
+    plan = timing_plan(settings)
+    rounds = min(plan.rounds, BASELINE_ROUNDS)
+    return dataclasses.replace(plan, rounds=rounds, min_rounds=min(plan.min_rounds, rounds))

@@ -22,7 +22,7 @@ from ..model import Candidate, Case, Decision, HardwareInfo, HistoryEntry, Task,
 from ..model.progress import ProgressEvent, ProgressSink
 from ..runtime.evaluator import Evaluator
 from ..runtime.gpu_lock import gpu_blocked_s
-from ..runtime.timing_plan import final_check_plan, timing_plan
+from ..runtime.timing_plan import baseline_plan, final_check_plan, timing_plan
 from ..runtime.worker_client import CUT_REASON
 from ..store import RunStore
 from .arbiter import ArbiterPolicy
@@ -361,7 +361,8 @@ class Optimizer:
 
     def _baseline(self, task: Task, original: Candidate, clock: PhaseClock,
                   notes: list[str]) -> VariantResult:
-        """The original's per-case times: the known baseline's, or one run of it now."""
+        """The original's per-case times: the known baseline's, or one short run of it now
+        (``runtime.timing_plan.baseline_plan``)."""
         if self.known_baseline is not None:
             notes.append("the original's case times come from the baseline sweep (not timed again)")
             return self.known_baseline
@@ -369,7 +370,8 @@ class Optimizer:
         with clock.phase("baseline"):
             return self.timer.evaluate(task, (_variant(original, "original"),),
                                        purpose="baseline", verify=False, time=True,
-                                       keep_going=True).results[0]
+                                       keep_going=True, plan=baseline_plan(self.settings)
+                                       ).results[0]
 
     def _hardware(self) -> HardwareInfo:
         if self.timer.worker.info is None:
