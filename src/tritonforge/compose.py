@@ -152,7 +152,8 @@ class OptimizeSession:
         self.store = store
         self.work_dir = Path(options.work_dir or settings.run_dir)
         self.device = device or resolve_device(settings.device)
-        self.evaluators = [Evaluator(settings, self.work_dir / f"w{i}", store, device=self.device)
+        self.evaluators = [Evaluator(settings, self.work_dir / f"w{i}", store, device=self.device,
+                                     respawn=True)
                            for i in range(max(1, options.jobs))]
         self._finals: list[Evaluator] = []
         self.final_pool = PrestartedEvaluators(self._final_evaluator)

@@ -111,7 +111,9 @@ class Evaluator:
     """Owns one worker and the store; evaluates (reference, candidates...) requests."""
 
     def __init__(self, settings: Settings, run_dir: str | Path, store: RunStore | None = None,
-                 device: str | None = None):
+                 device: str | None = None, respawn: bool = False):
+        """``respawn``: a lost worker process is replaced at once, in the background
+        (``Worker.respawn``), on a GPU: for a pool that serves record after record."""
         self.settings = settings
         self.run_dir = Path(run_dir)
         self.store = store
@@ -124,7 +126,8 @@ class Evaluator:
         self.worker = Worker(self.device, self.run_dir / "worker",
                              timeout_s=checks.case_timeout_s,
                              host_memory_limit_gb=checks.host_memory_limit_gb,
-                             perf_inputs_dir=Path(settings.run_dir) / "perf-inputs")
+                             perf_inputs_dir=Path(settings.run_dir) / "perf-inputs",
+                             respawn=respawn and self.device == "cuda")
 
     def close(self) -> None:
         self.worker.close()

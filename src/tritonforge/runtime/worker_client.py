@@ -137,7 +137,7 @@ class Worker:
 
     def __init__(self, device: str, work_dir: Path, *, timeout_s: float = 180.0,
                  host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0,
-                 perf_inputs_dir: Path | None = None):
+                 perf_inputs_dir: Path | None = None, respawn: bool = False):
         if device not in ("cuda", "cpu"):
             raise WorkerError(f"worker device must be 'cuda' or 'cpu', not {device!r}")
         self.device = device
@@ -154,6 +154,13 @@ class Worker:
         self._state = threading.Lock()
         self._in_flight = False
         self._interrupted = threading.Event()
+        # a process lost to a crash, a cut, a hang or its memory limit is replaced at once, in the
+        # background (``_replace_soon``), not when the next request comes: a Python + torch +
+        # CUDA start took 8-12 s, and a third of an H100 pass's records (2026-11-26) began by
+        # waiting for the timing worker that the record before had lost
+        self.respawn = respawn
+        self._spawner: threading.Thread | None = None
+        self._closing = False       # close() was called: a replacement being started is not kept
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -192,6 +199,38 @@ class Worker:
         log.info("worker %s started on %s", message.pid, message.device.name)
         return message.device
 
+    def _replace_soon(self) -> None:
+        """Start the next process now, in a background thread (``respawn``); a start that fails
+        there is made again, in the foreground, by the next request."""
+        if not self.respawn or self._spawner is not None:
+            return
+
+        def spawn() -> None:
+            if self._closing:
+                return
+            try:
+                self.start()
+                self.restarts += 1
+            except Exception as exc:  # noqa: BLE001 - the next request starts one itself
+                log.info("the %s worker's replacement did not start: %s", self.device, exc)
+            if self._closing:       # closed meanwhile: the process it started goes too
+                self.kill()
+        self._closing = False
+        self._spawner = threading.Thread(target=spawn, name="worker respawn", daemon=True)
+        self._spawner.start()
+
+    def _replaced(self, evaluation: Evaluation) -> Evaluation:
+        """``evaluation`` (made first: it reads the lost process's log, which the next process
+        writes to as well), the replacement started."""
+        self._replace_soon()
+        return evaluation
+
+    def _spawned(self) -> None:
+        """Wait for a replacement started by ``_replace_soon``, if any."""
+        spawner, self._spawner = self._spawner, None
+        if spawner is not None:
+            spawner.join()
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
@@ -216,6 +255,14 @@ class Worker:
         self._to_child = self._from_child = -1
 
     def close(self) -> None:
+        """Shut the process down; a replacement still starting is killed, not waited for (it
+        kills what it started itself if that comes after this returns)."""
+        self._closing = True
+        spawner, self._spawner = self._spawner, None
+        if spawner is not None:
+            self.kill()
+            spawner.join(timeout=1.0)
+            self.kill()             # one it had not yet spawned at the first kill
         if self.alive():
             try:
                 send(self._to_child, Shutdown())
@@ -269,6 +316,7 @@ class Worker:
 
     def _evaluate(self, request: EvaluateRequest, deadline: float | None) -> Evaluation:
         self.cut = False
+        self._spawned()
         if not self.alive():
             if self.process is not None:
                 self.restarts += 1
@@ -286,12 +334,14 @@ class Worker:
             if ready:
                 message = receive(self._from_child)
                 if message is None:
-                    return self._death(request, last, Status.CRASH, self._exit_reason())
+                    return self._replaced(self._death(request, last, Status.CRASH,
+                                                      self._exit_reason()))
                 last_time = now
                 if isinstance(message, Done):
                     trace_progress(request, "done", trace, worker)
                     if message.context_broken:
                         self.kill()
+                        self._replace_soon()
                     return message.evaluation
                 if isinstance(message, Progress):
                     if message != last:
@@ -302,23 +352,25 @@ class Worker:
             if deadline is not None and now >= deadline or self._interrupted.is_set():
                 trace_progress(request, f"{CUT_REASON}: killed", trace, worker)
                 self.kill()
+                self._replace_soon()
                 self.cut = True
                 return self._cut(request, last)
             if now - last_time > self.timeout_s:
                 trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace,
                                worker)
                 self.kill()
-                return self._death(request, last, Status.TIMEOUT,
-                                   f"no progress for {self.timeout_s:.0f} s during "
-                                   f"{last.stage} of case {last.case_id}: killed")
+                return self._replaced(self._death(
+                    request, last, Status.TIMEOUT, f"no progress for {self.timeout_s:.0f} s "
+                    f"during {last.stage} of case {last.case_id}: killed"))
             if now - checked < 0.25:
                 continue
             checked = now
             if self.process is not None and _rss_bytes(self.process.pid) > self.memory_limit:
                 self.kill()
-                return self._death(request, last, Status.OOM,
-                                   f"host memory over {self.memory_limit / 2**30:.1f} GiB during "
-                                   f"{last.stage} of case {last.case_id}: killed")
+                return self._replaced(self._death(
+                    request, last, Status.OOM, f"host memory over "
+                    f"{self.memory_limit / 2**30:.1f} GiB during {last.stage} of case "
+                    f"{last.case_id}: killed"))
 
     def _exit_reason(self) -> str:
         assert self.process is not None

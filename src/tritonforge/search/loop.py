@@ -440,7 +440,8 @@ def _late_ready(late_cases: Callable[[], tuple[Case, ...]]) -> bool:
 
 def make_evaluators(settings: Settings, run_dir: Path, store: RunStore | None, jobs: int,
                     device: str) -> list[Evaluator]:
-    return [Evaluator(settings, run_dir / f"w{i}", store, device=device) for i in range(max(1, jobs))]
+    return [Evaluator(settings, run_dir / f"w{i}", store, device=device, respawn=True)
+            for i in range(max(1, jobs))]
 
 
 def _first_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
