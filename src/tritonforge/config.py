@@ -94,6 +94,8 @@ class Settings:
     gpu_lock_scope: str = "timing"    # timing: timed runs and ncu lock; all: untimed GPU runs too
     ncu_lock: str = "shared"          # the GPU lock an ncu run takes: shared | exclusive
     progress_log: str = ""            # a file each request's stages are appended to, with the time
+    compile_threads: int = 0          # compile passes compile this many kernels side by side (0:
+    # a quarter of the host's cores, 1 to 8: runtime.quick_autotune.compile_in_parallel)
     tritonbench: str = ""             # TritonBench-G data ("": ../shared/tritonbench_g nearby)
     ncu: str = ""                     # the ncu executable ("": PATH, then the usual folders)
     cache_dir: str = ""               # measured peaks' cache ("": $XDG_CACHE_HOME/tritonforge)
@@ -183,6 +185,7 @@ class SharingSettings:
     gpu_lock_scope: str
     ncu_lock: str
     progress_log: str
+    compile_threads: int
 
 
 SECTIONS: dict[str, type] = {"timing": TimingSettings, "search": SearchSettings,
@@ -314,6 +317,9 @@ def load_settings(
     if settings.search_autotune_rep_ms < 0:
         raise ConfigError(f"search_autotune_rep_ms must be 0 (Triton's own benchmark) or more, "
                           f"not {settings.search_autotune_rep_ms!r}")
+    if settings.compile_threads < 0:
+        raise ConfigError(f"compile_threads must be 0 (a quarter of the host's cores) or more, "
+                          f"not {settings.compile_threads!r}")
     if settings.generated_cases not in ("auto", "on", "off"):
         raise ConfigError(f"generated_cases must be auto, on or off, not {settings.generated_cases!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):

@@ -206,3 +206,72 @@ def test_a_reference_that_hangs_compiling_is_never_left_out(evaluator, monkeypat
     locked = [[v.name for v in r.variants] for r, _ in worker.requests if not r.compile_only]
     assert locked == [["original", "c0"]]
     assert task.name in evaluator.no_compile_pass
+
+
+def test_the_baseline_compiles_first_on_any_gpu_side_by_side(evaluator, monkeypatch):
+    """The original's baseline compiles its kernels in a compile pass first, in several threads,
+    even on a GPU no shard shares; other timed requests there do not."""
+    from tritonforge.runtime.hardware import compile_threads
+
+    _lock_env(monkeypatch, None)
+    task = task_from_file(EXAMPLE)
+    evaluator.evaluate(task, (original_variant(task),), purpose="baseline", verify=False,
+                       time=True, keep_going=True)
+    (warm, warm_lock), (timed, timed_lock) = evaluator.worker.requests
+    assert warm.compile_only and warm_lock is None and timed_lock == "exclusive"
+    assert warm.compile_threads == compile_threads(evaluator.settings.compile_threads) >= 1
+    assert not timed.compile_only and timed.compile_threads == 1
+    evaluator.worker.requests.clear()
+    evaluator.evaluate(task, (original_variant(task),), purpose="time", time=True)
+    assert [r.compile_only for r, _ in evaluator.worker.requests] == [False]
+
+
+def test_compile_threads_follow_the_setting_or_a_quarter_of_the_cores(monkeypatch):
+    import os
+
+    from tritonforge.runtime import hardware
+
+    assert hardware.compile_threads(3) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert hardware.compile_threads(0) == 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(128)), raising=False)
+    assert hardware.compile_threads(0) == hardware.MAX_COMPILE_THREADS
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert hardware.compile_threads(0) == 1
+
+
+def test_compiles_inside_run_in_the_pool_and_the_exit_waits_for_them():
+    """``compile_in_parallel`` is Triton's AsyncCompileMode over a thread pool: a compile handed
+    to it runs in another thread, a failing one is dropped, leaving waits for all and reports
+    each; with one thread nothing is handed anywhere."""
+    import threading
+    import time
+
+    from triton.runtime import _async_compile
+
+    from tritonforge.runtime.quick_autotune import compile_in_parallel
+
+    main = threading.get_ident()
+    ran, finalized, progress = [], [], []
+
+    def compile_fn(i):
+        def run():
+            time.sleep(0.05)
+            ran.append((i, threading.get_ident() != main))
+            if i == 1:
+                raise RuntimeError("a kernel that does not compile")
+            return f"kernel {i}"
+        return run
+
+    with compile_in_parallel(2, lambda done, total: progress.append((done, total))):
+        mode = _async_compile.active_mode.get()
+        assert mode is not None
+        for i in range(3):
+            mode.submit(f"key{i}", compile_fn(i), finalized.append)
+        mode.submit("key0", compile_fn(0), finalized.append)     # the same kernel: once
+    assert _async_compile.active_mode.get() is None
+    assert sorted(ran) == [(0, True), (1, True), (2, True)]
+    assert sorted(finalized) == ["kernel 0", "kernel 2"]
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+    with compile_in_parallel(1):
+        assert _async_compile.active_mode.get() is None

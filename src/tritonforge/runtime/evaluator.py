@@ -26,7 +26,7 @@ from ..verify.policy import check_source
 from .worker_client import CUT_REASON, Worker, cut_evaluation, trace_progress
 from .failures import WORKER_KILLERS
 from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
-from .hardware import resolve_device
+from .hardware import compile_threads, resolve_device
 from .protocol import EvaluateRequest
 from .timing import TimingPlan
 from .timing_plan import timing_plan
@@ -37,6 +37,12 @@ log = logging.getLogger(__name__)
 # (the worker killed, the results written) by the cap itself
 CUT_MARGIN_S = 3.0
 COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
+# requests that compile first on any GPU, not only on one that shards share (``_compile_first``):
+# the original's baseline, whose first runs otherwise compile its kernels case by case, one at a
+# time, in the timing worker (H100 pass, 2026-11-26: log_softmax's took 69 s of a 120 s record,
+# fused_recurrent_hgrn's first size 33 s); the compile pass compiles them side by side
+# (``quick_autotune.compile_in_parallel``)
+COMPILE_FIRST_PURPOSES = ("baseline",)
 
 
 class PrestartedEvaluators:
@@ -173,7 +179,8 @@ class Evaluator:
             request = dataclasses.replace(
                 request, variants=tuple(v for v in variants if v.name not in rejected))
         mode = lock_mode(request.variants and self.device == "cuda", time)
-        if mode and gpu_lock_covers_all() and task.name not in self.no_compile_pass:
+        if mode and (gpu_lock_covers_all() or purpose in COMPILE_FIRST_PURPOSES) \
+                and task.name not in self.no_compile_pass:
             hung = self._compile_first(request, purpose)
             if hung:
                 rejected = {**rejected, **hung}
@@ -232,7 +239,8 @@ class Evaluator:
             return None
         request = EvaluateRequest(task, kept, case_ids, verify=False, time=False,
                                   timing=timing_plan(self.settings), run_cases=True,
-                                  keep_going=True, compile_only=True)
+                                  keep_going=True, compile_only=True,
+                                  compile_threads=compile_threads(self.settings.compile_threads))
         deadline = self._deadline()
         if deadline is not None and deadline <= monotonic():
             return None                     # no time left: nothing compiled, nothing sent
@@ -280,7 +288,9 @@ class Evaluator:
         for _ in range(COMPILE_PASS_RUNS):
             variants = tuple(v for v in request.variants if v.name not in hung)
             warm = dataclasses.replace(request, variants=variants, verify=False, time=False,
-                                       run_cases=True, keep_going=True, compile_only=True)
+                                       run_cases=True, keep_going=True, compile_only=True,
+                                       compile_threads=compile_threads(
+                                           self.settings.compile_threads))
             deadline = self._deadline()
             if deadline is not None and deadline <= monotonic():
                 break                   # no time left: the request itself comes back unsent

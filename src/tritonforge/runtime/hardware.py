@@ -4,12 +4,14 @@ Whether a CUDA GPU is visible is asked in a throwaway child process, so that the
 initializes CUDA itself (a forked or later-started worker then owns the GPU alone). That child
 imports torch, which takes seconds: the answer is kept for the life of the process, and every
 part that needs the device (the CLI's commands, the Evaluator, profiling, test generation) reads
-the same ``Hardware`` value instead of asking again.
+the same ``Hardware`` value instead of asking again. How many threads a compile pass may use
+(``compile_threads``) is read here too.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -70,3 +72,18 @@ def resolve_hardware(setting: str) -> Hardware:
 def resolve_device(setting: str) -> str:
     """``resolve_hardware(setting).device``."""
     return resolve_hardware(setting).device
+
+
+MAX_COMPILE_THREADS = 8
+
+
+def compile_threads(setting: int) -> int:
+    """Threads for a compile pass: ``setting``, or (0) a quarter of the cores this process may
+    run on, 1 to ``MAX_COMPILE_THREADS``: a GPU host's cores are shared by its lanes' workers."""
+    if setting > 0:
+        return setting
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_COMPILE_THREADS, cores // 4))

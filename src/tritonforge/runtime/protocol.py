@@ -42,6 +42,7 @@ class EvaluateRequest:
     compile_only: bool = False    # kernels are compiled, never launched (Evaluator._compile_first)
     first_calls: bool = True      # verify: the candidate's first calls bare, before any guard
     second_pass: bool = True      # verify: the fresh-seed recheck and the bare-call probe
+    compile_threads: int = 1      # compile_only: kernels compiled side by side in this many threads
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ from .failures import classify_exception
 from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules, module_key
 from .protocol import EvaluateRequest, Progress
-from .quick_autotune import compile_without_launching, quicken_autotuners, shorten_autotuners
+from .quick_autotune import (
+    compile_in_parallel, compile_without_launching, quicken_autotuners, shorten_autotuners,
+)
 from .timing import far_slower, time_interleaved
 
 log = logging.getLogger(__name__)
@@ -177,19 +179,24 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     # 1. run every case once per variant: does it run at all? (compile errors, crashes)
     marks.append(("first runs (compile, autotune)", time.perf_counter()))
     if mode == "compile":
+        # one variant at a time, its cases' kernels side by side (compile_in_parallel): a compile
+        # that hangs stays the variant's, whose name the worker's last progress message carries
         with compile_without_launching():
-            for case in cases:
-                for st in alive():
-                    report(Progress("compile", st.variant.name, case.id))
-                    try:
-                        builder.build(st.module, case, case.seeds[0]).call()
-                    except BaseException as exc:  # noqa: BLE001 - best effort, dropped
-                        # a wrapper that reads what no kernel wrote (matrix_reduction's checks
-                        # its own result) fails here; its other cases still get compiled
-                        failure, broken = classify_exception(exc, case_id=case.id)
-                        if broken:
-                            st.failure = failure
-                            return _finish(task, states, device, []), True
+            for st in alive():
+                def compiled(done: int, total: int, name: str = st.variant.name) -> None:
+                    report(Progress(f"compile ({done} of {total} kernels done)", name))
+                with compile_in_parallel(request.compile_threads, compiled):
+                    for case in cases:
+                        report(Progress("compile", st.variant.name, case.id))
+                        try:
+                            builder.build(st.module, case, case.seeds[0]).call()
+                        except BaseException as exc:  # noqa: BLE001 - best effort, dropped
+                            # a wrapper that reads what no kernel wrote (matrix_reduction's
+                            # checks its own result) fails here; its other cases still compile
+                            failure, broken = classify_exception(exc, case_id=case.id)
+                            if broken:
+                                st.failure = failure
+                                return _finish(task, states, device, []), True
         return _finish(task, states, device, [phase_note(marks, time.perf_counter(), mode)]), broken
     if request.run_cases:
         for case in cases:
