@@ -275,3 +275,10 @@ def test_compiles_inside_run_in_the_pool_and_the_exit_waits_for_them():
     assert progress == [(1, 3), (2, 3), (3, 3)]
     with compile_in_parallel(1):
         assert _async_compile.active_mode.get() is None
+
+
+def test_a_compile_pass_compiles_the_candidates_or_the_reference_alone():
+    from tritonforge.runtime.worker_evaluate import compiled_in_pass
+
+    assert compiled_in_pass(["original"]) == ["original"]
+    assert compiled_in_pass(["original", "c0", "c1"]) == ["c0", "c1"]

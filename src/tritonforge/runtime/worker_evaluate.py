@@ -110,6 +110,15 @@ def module_label(task: str, variant: str, mode: str) -> str:
                                   "compile": "_compile"}.get(mode, "")
 
 
+def compiled_in_pass(states: list) -> list:
+    """The variants a compile-only request compiles: the reference when it comes alone (the
+    original's baseline), else the candidates alone. The reference is then the original or the
+    incumbent, whose kernels its own compile pass or an earlier request compiled: at a record's
+    start each spare worker compiling ahead compiled the original again beside the baseline's own
+    pass, running its wrapper on every case's inputs once more per candidate."""
+    return list(states[1:]) if len(states) > 1 else list(states)
+
+
 def _selected_cases(request: EvaluateRequest) -> list[Case]:
     if request.case_ids is None:
         return list(request.task.cases)
@@ -182,7 +191,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         # one variant at a time, its cases' kernels side by side (compile_in_parallel): a compile
         # that hangs stays the variant's, whose name the worker's last progress message carries
         with compile_without_launching():
-            for st in alive():
+            for st in [s for s in compiled_in_pass(states) if s in alive()]:
                 def compiled(done: int, total: int, name: str = st.variant.name) -> None:
                     report(Progress(f"compile ({done} of {total} kernels done)", name))
                 with compile_in_parallel(request.compile_threads, compiled):
