@@ -56,6 +56,15 @@ def test_held_back_names_the_reason():
     assert held_back(_result("a", 2.0)) == ""
     assert held_back(_result("a")) == "no transform applied"
     assert held_back(_result("a", history=[wrong])).startswith("verifier rejection")
+    from tritonforge.runtime.worker_client import CUT_REASON
+
+    cut = HistoryEntry("h2", "rules", "d", Status.SKIPPED, None, f"skipped: {CUT_REASON} during "
+                       "verify of case perf-03: killed")
+    crashed_first = HistoryEntry("h3", "rules", "d", Status.SKIPPED, None,
+                                 "not evaluated: c0 crash first")
+    assert held_back(_result("a", history=[wrong, cut])) == \
+        "time budget spent before a candidate was verified"
+    assert held_back(_result("a", history=[wrong, crashed_first])).startswith("verifier rejection")
     assert held_back(_result("a", history=[noisy])).startswith("noise")
     assert held_back(_result("a", history=[noisy], notes=["near the roofline: ..."])) == "near the roofline"
     assert held_back(_result("a", stop="the original fails: x")) == "the original does not run"

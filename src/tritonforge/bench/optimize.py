@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from ..model import Status
+from ..runtime.worker_client import CUT_REASON
 from ..search.loop import SLIVER_RETIMED
 
 
@@ -51,6 +52,11 @@ def held_back(result) -> str:
         return "near the roofline" if near else "no transform applied"
     ok = [h for h in result.history if h.status is Status.OK]
     if not ok:
+        # candidates the record's cap stopped were never judged: the budget, not the verifier
+        # (lightning_attention, H100 pass, 2026-11-26: 16 candidates, 4 through the first tier,
+        # the rest cut, read "every candidate wrong")
+        if any(h.status is Status.SKIPPED and CUT_REASON in h.reason for h in result.history):
+            return "time budget spent before a candidate was verified"
         return "verifier rejection (every candidate wrong, or failed to compile/run)"
     reasons = " ".join(h.reason for h in ok)
     if near:
