@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 import threading
 from time import monotonic
 from collections.abc import Callable
@@ -36,6 +37,15 @@ log = logging.getLogger(__name__)
 # a request is killed this many seconds before its record's cap, leaving the record time to end
 # (the worker killed, the results written) by the cap itself
 CUT_MARGIN_S = 3.0
+# The verifier's fresh seeds (the first bare calls', the recheck's, the probe's) come from one
+# nonce, drawn here once per driver process and sent with every request, so that all of a run's
+# workers use the same seeds: a TritonBench-G performance script builds every size's inputs for a
+# new seed at once, on the host, and with a nonce of each worker's own the first verification in
+# each worker built them all for its own seeds, side by side (flash_decode2_phi: 21 s in the first
+# verification of each of three workers, then 0.3 s; lightning_attention: 56 s, H100 pass,
+# 2026-11-26). Shared, each seed's set is built once per run (``runtime.perf_inputs``). The
+# nonce is as unknowable to a candidate's author as a worker's own: random, drawn at run time.
+RUN_NONCE = secrets.randbits(30)
 COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again without a hung candidate
 # requests that compile first on any GPU, not only on one that shards share (``_compile_first``):
 # the original's baseline, whose first runs otherwise compile its kernels case by case, one at a
@@ -167,7 +177,8 @@ class Evaluator:
         ``second_pass``: which whole-candidate checks a verification makes (``EvaluateRequest``)."""
         request = EvaluateRequest(task, variants, case_ids, verify, time,
                                   plan or timing_plan(self.settings), run_cases, keep_going,
-                                  first_calls=first_calls, second_pass=second_pass)
+                                  first_calls=first_calls, second_pass=second_pass,
+                                  nonce=RUN_NONCE)
         key = self.request_key(request, purpose)
         if use_store and self.store is not None:
             cached = self.store.get_evaluation(key)

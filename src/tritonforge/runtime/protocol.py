@@ -43,6 +43,8 @@ class EvaluateRequest:
     first_calls: bool = True      # verify: the candidate's first calls bare, before any guard
     second_pass: bool = True      # verify: the fresh-seed recheck and the bare-call probe
     compile_threads: int = 1      # compile_only: kernels compiled side by side in this many threads
+    nonce: int | None = None      # verify: the run's recheck nonce (runtime.evaluator.RUN_NONCE);
+    # None: the worker's own
 
 
 @dataclass(frozen=True)

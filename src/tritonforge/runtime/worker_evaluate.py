@@ -314,7 +314,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
     if request.time and len(states) > 1 and reference.failure is None:
         marks.append(("shipped check", time.perf_counter()))
-        _check_after_timing(states, task, builder, dev, report)
+        _check_after_timing(states, task, builder, dev, report, _nonce(request))
     notes = [line for st in states if st.module is not None
              for line in autotune_picks(st.module, st.variant.name)] if request.time else []
     if request.time:
@@ -411,24 +411,28 @@ def _integrity_snapshot() -> Any:
 def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
             builder: InvocationBuilder, dev: str, snapshot: Any,
             request: EvaluateRequest) -> Any:
-    options = VerifyOptions(baseline=snapshot, nonce=_RECHECK_NONCE,
+    options = VerifyOptions(baseline=snapshot, nonce=_nonce(request),
                             first_calls=request.first_calls, recheck=request.second_pass,
                             shipped_check=request.second_pass, original_runs=ORIGINAL_RUNS)
     return verify_against_reference(ref_module, cand_module, task, cases, builder, dev, options)
 
 
-# The recheck's fresh seed, drawn once per worker process rather than once per candidate. A
+# The recheck's fresh seed, drawn once per worker process rather than once per candidate, where
+# the request brings none (``EvaluateRequest.nonce``: the driver's, shared by a run's workers). A
 # TritonBench-G performance script builds every size at once on the host, so each new seed meant
 # rebuilding (and writing to the run's input cache) all of them: destindex_copy's 22 sizes took
 # 75-88 s per candidate's verification on an H100 (2026-11-23), most of it that rebuild.
 # The seed is still one no test section or spec uses and that no candidate's author can know
-# (drawn at random when the worker starts); the candidates a worker checks share it, so the
-# inputs are built once per worker.
+# (drawn at random at run time).
 _RECHECK_NONCE = secrets.randbits(30)
 
 
+def _nonce(request: EvaluateRequest) -> int:
+    return request.nonce if request.nonce is not None else _RECHECK_NONCE
+
+
 def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuilder, dev: str,
-                        report: Callable[[Progress], None]) -> None:
+                        report: Callable[[Progress], None], nonce: int) -> None:
     """What the timer ran is what ships: after the timing runs, each timed candidate's BARE call
     (``Invocation.timed``) on one correctness case, fresh seed, must match the original's
     (verify.shipped.shipped_after_timing). A candidate that computes the right thing only under
@@ -439,8 +443,8 @@ def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuil
              and (s.verdict is None or s.verdict.passed)]
     if not pool or not timed:
         return
-    case = pool[_RECHECK_NONCE % len(pool)]
-    seed = fresh_seed(_RECHECK_NONCE)
+    case = pool[nonce % len(pool)]
+    seed = fresh_seed(nonce)
     compare = _comparer(task, reference.module, case, seed)
     for st in timed:
         report(Progress("verify", st.variant.name, case.id))
