@@ -74,8 +74,14 @@ def test_freed_poison_is_never_handed_to_a_later_allocation():
     if not reused:
         pytest.skip("this allocator never handed the same memory back")
     assert stale > 0                      # the hole is real here: freed poison is found again
-    reused, stale = _reused_stale_poison(scrub=True)
-    assert reused and stale == 0
+    # whether glibc hands the same block back is its choice (a CI run saw none of the six sizes
+    # reused once): tried again until it does, no poison found in any reused block meanwhile
+    for _ in range(5):
+        reused, stale = _reused_stale_poison(scrub=True)
+        assert stale == 0
+        if reused:
+            break
+    assert reused, "no block was handed back after the scrub in five tries"
 
 
 def test_a_poisoned_buffer_still_referred_to_is_not_scrubbed():
