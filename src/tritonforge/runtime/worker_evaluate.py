@@ -191,7 +191,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
         # one variant at a time, its cases' kernels side by side (compile_in_parallel): a compile
         # that hangs stays the variant's, whose name the worker's last progress message carries
         with compile_without_launching():
-            for st in [s for s in compiled_in_pass(states) if s in alive()]:
+            for st in [s for s in compiled_in_pass(states) if s.failure is None
+                       and s.module is not None]:
                 def compiled(done: int, total: int, name: str = st.variant.name) -> None:
                     report(Progress(f"compile ({done} of {total} kernels done)", name))
                 with compile_in_parallel(request.compile_threads, compiled):

@@ -199,16 +199,16 @@ def site_space(analysis: Any, knobs: Any, tree: ast.Module | None = None) -> Sit
     warps = knobs.num_warps or (0 if knobs.num_warps_given else 4)
     pipelined = _may_pipeline(analysis, knobs.kernel)
     stages = knobs.num_stages or (0 if knobs.num_stages_given else 3)
-    fixed_warps = site.star_kwargs and not knobs.num_warps_given
-    fixed_stages = site.star_kwargs and not knobs.num_stages_given
+    # beside a **kwargs splat, an option not written at the call stays as it is
+    vary_warps = (warps in WARPS + (0,) or dot) and not (site.star_kwargs
+                                                         and not knobs.num_warps_given)
+    vary_stages = pipelined and not (site.star_kwargs and not knobs.num_stages_given)
     return SiteSpace(
         site=knobs.site, kernel=knobs.kernel, blocks=tuple(values),
         current_blocks=tuple((c.name, c.value) for c in blocks),
-        warps=(warps,) if fixed_warps else
-        tuple(w for w in WARPS if not dot or w >= 4) if warps in WARPS + (0,) or dot
-        else (warps,),
+        warps=tuple(w for w in WARPS if not dot or w >= 4) if vary_warps else (warps,),
         current_warps=warps,
-        stages=STAGES if pipelined and not fixed_stages else (stages,), current_stages=stages,
+        stages=STAGES if vary_stages else (stages,), current_stages=stages,
         stages_given=knobs.num_stages_given, uses_dot=dot, pipelined=pipelined,
         contiguous=contiguous_blocks(tree, knobs.kernel) if tree is not None else frozenset())
 
