@@ -234,9 +234,35 @@ for step in "$@"; do
       fi
       if python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["finished"] else 1)' "$OUT/pass-state.json" 2>/dev/null \
           && [ "$(left)" -gt 60 ]; then
-        log "every record done: re-verifying the accepted kernels (budget $(( $(left) - 40 )) s)"
-        timeout "$(left)" python3 -m tritonforge bench reverify --device cuda --run-dir "$PASS_STORE" \
-          --records "$PASS_DIR/records.jsonl" --budget "$(( $(left) - 40 ))" 2>&1 | tee "$OUT/reverify.log" | tail -20
+        # one re-verification per GPU at a time: each takes 20-80 s (a fresh worker, every case on
+        # fresh seeds; four H100s, 2026-11-26: 7 records in 510 s one after the other), so the
+        # accepted kernels not re-verified yet are dealt round-robin to the GPUs of the host
+        RV_GPUS="${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
+        mapfile -t RV_GROUPS < <(python3 - "$PASS_DIR/records.jsonl" "$RV_GPUS" <<'PY'
+import json, sys
+last = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue                      # a torn line: its record is not accepted yet
+    last[d["name"]] = d
+todo = [n for n, d in last.items() if d.get("accepted") and d.get("reverified") is None]
+gpus = sys.argv[2].split(",")
+for i, g in enumerate(gpus):
+    names = todo[i::len(gpus)]
+    if names:
+        print(g, ",".join(names))
+PY
+)
+        log "every record done: re-verifying the accepted kernels on GPUs $RV_GPUS (budget $(( $(left) - 40 )) s)"
+        for group in "${RV_GROUPS[@]}"; do
+          CUDA_VISIBLE_DEVICES="${group%% *}" timeout "$(left)" python3 -m tritonforge bench reverify \
+            --device cuda --run-dir "$PASS_STORE" --records "$PASS_DIR/records.jsonl" \
+            --names "${group#* }" --budget "$(( $(left) - 40 ))" > "$OUT/reverify-gpu${group%% *}.log" 2>&1 &
+        done
+        wait
+        cat "$OUT"/reverify-gpu*.log 2>/dev/null | tail -40
         timeout "$(left)" python3 -m tritonforge bench optimize "${PASS_ARGS[@]}" --budget 0 \
           > "$OUT/pass-final.log" 2>&1 || true
       fi
