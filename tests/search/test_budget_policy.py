@@ -11,7 +11,8 @@ from tritonforge.model import Candidate, Decision, Status, Timing, TimingMethod,
 from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search.arbiter import ArbiterPolicy
 from tritonforge.search.budget import (
-    AUTOTUNE_CONFIG_S, FINAL_FIXED_S, MIN_PLAN_FRACTION, BudgetPolicy, autotune_first_run_s,
+    AUTOTUNE_CONFIG_S, FINAL_FIXED_S, MIN_PLAN_FRACTION, ROUND_MIN_SHARE, BudgetPolicy,
+    autotune_first_run_s,
 )
 from tritonforge.search.final_check import FinalCheck
 
@@ -45,12 +46,23 @@ def test_the_first_round_runs_unless_the_fixed_cost_took_the_budget():
     assert not go and "before the first" in go.reason
 
 
-def test_a_later_round_starts_only_if_it_and_the_final_check_fit_the_budget():
+def test_a_later_round_starts_if_part_of_a_round_and_the_final_check_fit_the_budget():
     clock = Clock(60.0)
     policy = BudgetPolicy(120.0, clock)
-    assert policy.start_round(2, 30.0, 29.0)         # 60 + 30 + 29 = 119
-    go = policy.start_round(2, 30.0, 31.0)           # 121
-    assert not go and "round 2 not started" in go.reason and "31 s" in go.reason
+    share = ROUND_MIN_SHARE * 40.0                   # a quarter of a 40 s round: 10 s
+    assert policy.start_round(2, 40.0, 50.0 - share)         # 60 + 10 + 50 - 10 = 110
+    assert policy.start_round(2, 40.0, 60.0 - share)         # 120: still fits
+    go = policy.start_round(2, 40.0, 61.0 - share)           # 121
+    assert not go and "round 2 not started" in go.reason and "51 s" in go.reason
+
+
+def test_a_later_rounds_requests_stop_where_the_final_check_would_pass_the_budget():
+    clock = Clock(60.0)
+    policy = BudgetPolicy(120.0, clock)               # cap 150 s
+    assert policy.room_in_budget(60.0)
+    assert not policy.room_in_budget(61.0)
+    assert policy.room_for(61.0)                      # round 1's room is the cap's
+    assert BudgetPolicy(None, clock).room_in_budget(1e9)
 
 
 def test_a_second_final_check_runs_only_before_the_cap():

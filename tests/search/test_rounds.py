@@ -165,9 +165,10 @@ def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
         state, stop = opt._rounds(_state(patience=2), env, BudgetPolicy(120.0, lambda: clock[0]), 8)
     finally:
         rounds_mod._busy_s = saved
-    # 40 s, then 80 s: a third round (40 s) and the 10 s final check would end at 130 s
-    assert stop == "time budget spent" and state.round == 2
-    assert any("round 3 not started" in n for n in state.notes)
+    # 40 s, 80 s, then 120 s: a third round starts at 80 s (a quarter of a 40 s round and the
+    # 10 s final check fit: 100 s), a fourth would not (140 s)
+    assert stop == "time budget spent" and state.round == 3
+    assert any("round 4 not started" in n for n in state.notes)
 
 
 def test_out_of_time_round_one_still_verifies_until_one_candidate_passes():
@@ -229,6 +230,19 @@ def test_round_one_stops_verifying_once_the_budget_itself_is_spent():
     assert not _verify_while(spent, 1)({})
     left = SimpleNamespace(in_time=lambda: False, within_budget=lambda: True)
     assert _verify_while(left, 1)({})
+
+
+def test_a_later_round_verifies_only_while_the_final_check_fits_the_budget():
+    """Round 2 and on start with room for part of a round: each request needs the final check's
+    room before the budget, not only before the cap, and never waits for a pass."""
+    from tritonforge.search.rounds import _verify_while
+
+    before_cap_only = SimpleNamespace(in_time=lambda: True, in_budget=lambda: False,
+                                      within_budget=lambda: True)
+    assert _verify_while(before_cap_only, 1)({})
+    assert not _verify_while(before_cap_only, 2)({})
+    both = SimpleNamespace(in_time=lambda: True, in_budget=lambda: True, within_budget=lambda: True)
+    assert _verify_while(both, 3)({})
 
 
 def test_no_twin_run_of_the_original_once_the_budget_is_spent():

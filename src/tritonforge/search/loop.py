@@ -314,7 +314,9 @@ class Optimizer:
                        lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s,
                        lambda: budget.timing_room_s(
                            self.final_check._expected_s(original),
-                           self.final_check._fixed_s(original, original, len(perf_ids()))))
+                           self.final_check._fixed_s(original, original, len(perf_ids()))),
+                       in_budget=lambda: budget.room_in_budget(
+                           self.final_check._expected_s(original)))
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",

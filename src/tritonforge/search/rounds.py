@@ -53,6 +53,7 @@ class RoundEnv:
     elapsed: Callable[[], float] = lambda: 0.0   # seconds since the search started
     within_budget: Callable[[], bool] = lambda: True   # before the budget (not its cap) is spent
     timing_room_s: Callable[[], float] = lambda: float("inf")   # timing that leaves a final check
+    in_budget: Callable[[], bool] = lambda: True   # more work leaves the final check room in the budget
 
 
 # a candidate with one of these never had a kernel compiled
@@ -71,12 +72,16 @@ def counts(state: SearchState) -> dict[str, int]:
 
 
 def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
-    """When a verification request may start: while the final check keeps its room before the
-    cap; in round 1 also until one candidate has passed (without one the record's baseline and
-    profile bought nothing, and the final check has nothing to check), but never once the budget
-    itself is spent: on an H100 pass at 120 s a record (2026-11-25), round 1 of three attention
-    kernels whose candidates all failed went on verifying to 161-175 s (1.46x the budget)."""
+    """When a verification request may start: in round 1 while the final check keeps its room
+    before the cap, and also until one candidate has passed (without one the record's baseline
+    and profile bought nothing, and the final check has nothing to check), but never once the
+    budget itself is spent: on an H100 pass at 120 s a record (2026-11-25), round 1 of three
+    attention kernels whose candidates all failed went on verifying to 161-175 s (1.46x the
+    budget). A later round, which starts with room for part of a round only
+    (``BudgetPolicy.start_round``), while the final check keeps its room in the budget."""
     def in_time(got: dict) -> bool:
+        if round_ > 1:
+            return env.in_time() and env.in_budget()
         if env.in_time():
             return True
         return round_ == 1 and env.within_budget() \
