@@ -1,7 +1,7 @@
 """How generated cases (``testgen.augment``) change TritonBench-G tasks: how many tasks gain them,
 how many the original fails (dropped), and what they add to verifying one candidate.
 
-For each record (in name order, until ``--budget-s`` is spent): load its task as ``bench`` does,
+For each record (in name order, or in ``--names``' order, until ``--budget-s`` is spent): load its task as ``bench`` does,
 add generated cases, then verify a copy of the original against the original twice, on the
 task's own correctness cases (the record's test section) and on its generated cases, one
 request each; the second wall time is what generated cases add to each candidate's check.
@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.names.split(",") if n.strip()] or None
-    tasks = sorted(load_tasks(names), key=lambda t: t.name)
+    # --names in the order given (e.g. shortest source first, to cover the most records in a
+    # budget); every record in name order otherwise
+    tasks = load_tasks(names)
+    tasks = (sorted(tasks, key=lambda t: names.index(t.name)) if names
+             else sorted(tasks, key=lambda t: t.name))
     settings = Settings(device=args.device, run_dir=args.work, case_timeout_s=args.case_timeout_s)
     options = AugmentOptions(budget_s=args.record_budget_s)
     work = Path(args.work)
