@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
@@ -223,14 +223,21 @@ def _capture_graph(fn: Callable[[], object], calls: int, flush: _Flusher) -> tup
 
 
 def _time_events_turns(fns: dict[str, Callable[[], object]], order: list[str], calls: int,
-                       flush: _Flusher, pad: Callable[[str], None] | None = None) -> dict[str, list[float]]:
+                       flush: _Flusher, pad: Callable[[str], None] | None = None,
+                       vary: Mapping[str, Callable[[], None]] | None = None) -> dict[str, list[float]]:
     """``calls`` turns; in each, every variant of ``order`` is timed once (the order rotating
-    from turn to turn, so no variant always follows the same one)."""
+    from turn to turn, so no variant always follows the same one). ``vary``: per variant, what
+    changes its inputs before each of its calls, outside the timed region
+    (``runtime.varied_inputs``): every variant steps once a turn, so all compute on the same
+    values at every turn."""
     events = []
+    vary = vary or {}
     for i in range(calls):
         turn = order[i % len(order):] + order[: i % len(order)]
         for name in turn:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if name in vary:
+                vary[name]()
             flush()
             if pad is not None:
                 pad(name)
@@ -259,8 +266,13 @@ def _time_graph(graphs: tuple[object, object], calls: int) -> float:
 
 
 def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan,
-                          progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
-    """Time every variant in ``fns`` in interleaved rounds; return all samples (ms) per variant."""
+                          progress: Callable[[str], None] | None = None,
+                          vary: Mapping[str, Callable[[], None]] | None = None
+                          ) -> tuple[dict[str, list[float]], TimingMethod]:
+    """Time every variant in ``fns`` in interleaved rounds; return all samples (ms) per variant.
+    ``vary`` (variant -> a step of ``runtime.varied_inputs.VariedInputs``) changes the inputs
+    between the turns of the call-by-call interleave, the timing every candidate gets (a warm-up,
+    a variant timed alone, CUDA graphs and block interleaving keep them as they are)."""
     flush = _Flusher(plan.flush_l2, plan.flush_mode)
     pacer = _Pacer(plan.pace and not plan.cuda_graph)
     names = list(fns)
@@ -312,7 +324,7 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         if plan.interleave == "call" and not graphs and len(order) > 1:
             turns = max(1, min(calls[n] for n in order))
             for name, got in _time_events_turns(fns, order, turns, flush,
-                                                        pacer.pad if pacer.enabled else None).items():
+                                                pacer.pad if pacer.enabled else None, vary).items():
                 samples[name].extend(pacer.combine(fns[name], got, estimates[name]))
                 spent_ms += turns * estimates[name]
             continue
@@ -343,9 +355,13 @@ def far_slower(samples: dict[str, list[float]], reference: str, margin: float | 
 
 
 def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,
-                         progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
-    """Wall-clock stand-in for the interpreter: a few rounds, marked as not performance."""
+                         progress: Callable[[str], None] | None = None,
+                         vary: Mapping[str, Callable[[], None]] | None = None
+                         ) -> tuple[dict[str, list[float]], TimingMethod]:
+    """Wall-clock stand-in for the interpreter: a few rounds (each a turn: every variant once,
+    its inputs varied first, as on the GPU), marked as not performance."""
     names = list(fns)
+    vary = vary or {}
     samples: dict[str, list[float]] = {n: [] for n in names}
     for name in names:
         if progress:
@@ -354,6 +370,8 @@ def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,
     for r in range(max(1, min(plan.rounds, 3))):
         order = names[r % len(names):] + names[: r % len(names)]
         for name in order:
+            if name in vary:
+                vary[name]()
             t0 = time.perf_counter()
             fns[name]()
             samples[name].append((time.perf_counter() - t0) * 1e3)
@@ -361,7 +379,9 @@ def time_interleaved_cpu(fns: dict[str, Callable[[], object]], plan: TimingPlan,
 
 
 def time_interleaved(fns: dict[str, Callable[[], object]], plan: TimingPlan, device: str,
-                     progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[float]], TimingMethod]:
+                     progress: Callable[[str], None] | None = None,
+                     vary: Mapping[str, Callable[[], None]] | None = None
+                     ) -> tuple[dict[str, list[float]], TimingMethod]:
     if device == "cuda":
-        return time_interleaved_cuda(fns, plan, progress)
-    return time_interleaved_cpu(fns, plan, progress)
+        return time_interleaved_cuda(fns, plan, progress, vary)
+    return time_interleaved_cpu(fns, plan, progress, vary)

@@ -36,6 +36,7 @@ from .quick_autotune import (
     compile_in_parallel, compile_without_launching, quicken_autotuners, shorten_autotuners,
 )
 from .timing import far_slower, time_interleaved
+from .varied_inputs import VariedInputs
 
 log = logging.getLogger(__name__)
 
@@ -275,12 +276,14 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             if not fns:
                 continue
             kept = TimedCalls()
+            varieds = _varying(fns, invocations)
             try:
                 samples, method = time_interleaved(
                     {n: kept.keeping(n, f, dict(iter_tensors(invocations[n].arguments, "arg")),
                                      reference=n == reference.variant.name)
                      for n, f in fns.items()}, request.timing, dev,
-                    progress=lambda name, cid=case.id: report(Progress("time", name, cid)))
+                    progress=lambda name, cid=case.id: report(Progress("time", name, cid)),
+                    vary={n: v.step for n, v in varieds.items()})
             except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
                 kept.clear()
                 failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
@@ -289,6 +292,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 if broken:
                     return _finish(task, states, device, []), True
                 continue
+            _out_of_step(kept, varieds, reference.variant.name)
             try:
                 wrong_when_timed = _timed_calls_differ(kept, reference, timed, case, seed, fns,
                                                        invocations, builder, task, dev)
@@ -321,6 +325,33 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     if request.time:
         notes.append(phase_note(marks, time.perf_counter(), mode))
     return _finish(task, states, device, notes), broken
+
+
+def _varying(fns: dict[str, Callable[[], object]], invocations: dict[str, Any]) -> dict[str, VariedInputs]:
+    """Per timed variant, what changes its inputs between timed turns (``runtime.varied_inputs``:
+    no variant is timed on a remembered answer); a variant whose arguments hold no floating-point
+    tensor has none. Each invocation holds its own copies of the case's inputs, so the steps of
+    one variant never reach another's."""
+    out = {name: VariedInputs(invocations[name].arguments) for name in fns}
+    # a tensor two variants share would take two steps a turn: it is left as it is
+    owners: dict[int, int] = {}
+    for v in out.values():
+        for ptr in {t.untyped_storage().data_ptr() for t in v.tensors}:
+            owners[ptr] = owners.get(ptr, 0) + 1
+    for v in out.values():
+        v.tensors = [t for t in v.tensors if owners[t.untyped_storage().data_ptr()] == 1]
+    return {name: v for name, v in out.items() if v.tensors}
+
+
+def _out_of_step(kept: TimedCalls, varieds: dict[str, VariedInputs], reference: str) -> None:
+    """Forget the last timed result of a variant whose inputs took another number of steps than
+    the original's (one the timer dropped as far slower, timed no further): it was computed on
+    other values, and comparing it with the original's would call an honest slow variant a cheat."""
+    def steps(name: str) -> int:
+        return varieds[name].steps if name in varieds else 0
+    for name in list(kept.last):
+        if steps(name) != steps(reference):
+            kept.last.pop(name, None)
 
 
 def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State], case: Case,

@@ -1,0 +1,132 @@
+"""Inputs varied between timed turns (runtime.varied_inputs): a variant that memoizes its result
+by the inputs' contents gets no hit under the timer, integer inputs are never touched, and the
+variants of a case stay in step, so their last timed results stay comparable."""
+
+from __future__ import annotations
+
+import torch
+
+from tritonforge.runtime import timing
+from tritonforge.runtime.timing import TimingPlan, time_interleaved_cpu
+from tritonforge.runtime.varied_inputs import VariedInputs, varied
+from tritonforge.runtime.worker_evaluate import _out_of_step, _varying
+from tritonforge.verify.timed_calls import TimedCalls
+
+
+def _args():
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(4, 6, generator=g) + 3.0,
+            (torch.rand(3, generator=g) + 0.5).half(),
+            torch.arange(5),
+            (torch.randn(6, 4, generator=g) + 3.0).t(),     # a non-contiguous view
+            2.0]
+
+
+def _state(v: VariedInputs) -> tuple:
+    return tuple(t.float().contiguous().numpy().tobytes() for t in v.tensors)
+
+
+def test_each_step_halves_one_element_of_each_float_tensor_never_an_integer():
+    args = _args()
+    ints = args[2].clone()
+    v = VariedInputs(args)
+    assert [t.dtype for t in v.tensors] == [torch.float32, torch.float16, torch.float32]
+    seen = {_state(v)}
+    for _ in range(12):
+        before = [t.clone() for t in v.tensors]
+        v.step()
+        for t, b in zip(v.tensors, before):
+            changed = t != b
+            assert int(changed.sum()) == 1
+            assert torch.equal(t[changed] * 2, b[changed])        # halved, nothing else
+            assert bool(torch.isfinite(t).all())
+        assert _state(v) not in seen                               # no step repeats an input
+        seen.add(_state(v))
+    assert torch.equal(args[2], ints) and v.steps == 12
+    assert varied([torch.arange(3), 1.0]) is None
+
+
+def test_copies_of_the_same_inputs_take_the_same_steps():
+    a, b = _args(), _args()
+    va, vb = VariedInputs(a), VariedInputs(b)
+    for _ in range(7):
+        va.step()
+        vb.step()
+        assert all(torch.equal(x, y) for x, y in zip(va.tensors, vb.tensors))
+
+
+class Memo:
+    """Right on every call, and free where the inputs repeat: the result by the inputs' bytes."""
+
+    def __init__(self, x: torch.Tensor):
+        self.x, self.cache, self.hits = x, {}, 0
+
+    def __call__(self):
+        key = self.x.numpy().tobytes()
+        if key in self.cache:
+            self.hits += 1
+            return self.cache[key].clone()
+        out = self.x * 2.0
+        self.cache[key] = out
+        return out.clone()
+
+
+class _Event:
+    def __init__(self, **kwargs):
+        pass
+
+    def record(self):
+        pass
+
+    def elapsed_time(self, other):
+        return 1.0
+
+
+def test_the_timers_turns_give_a_memo_no_hit(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    x, y = torch.randn(8, 8) + 3.0, None
+    y = x.clone()
+    original, memo = (lambda: y * 2.0), Memo(x)
+    fns = {"original": original, "memo": memo}
+    timing._time_events_turns(fns, ["original", "memo"], 40, lambda: None)
+    assert memo.hits == 39                                     # as it was: the same inputs again
+    memo.hits = 0
+    vary = {"original": VariedInputs([y]).step, "memo": VariedInputs([x]).step}
+    samples = timing._time_events_turns(fns, ["original", "memo"], 40, lambda: None, vary=vary)
+    assert memo.hits == 0 and len(samples["memo"]) == 40
+    assert torch.equal(x, y)                                   # both took the same 40 steps
+
+
+def test_the_interpreters_rounds_vary_the_inputs_too():
+    x = torch.randn(5) + 3.0
+    memo = Memo(x)
+    time_interleaved_cpu({"memo": memo}, TimingPlan(rounds=3), vary={"memo": VariedInputs([x]).step})
+    assert memo.hits == 0
+
+
+class _Inv:
+    def __init__(self, arguments):
+        self.arguments = arguments
+
+
+def test_a_variant_out_of_step_with_the_original_is_not_compared():
+    """A variant the timer dropped as far slower took fewer steps: its last result was computed on
+    other values and is forgotten, not called a cheat; one in step is kept."""
+    invs = {"original": _Inv(_args()), "kept": _Inv(_args()), "dropped": _Inv(_args())}
+    varieds = _varying(dict.fromkeys(invs), invs)
+    for _ in range(3):
+        for name in ("original", "kept"):
+            varieds[name].step()
+    varieds["dropped"].step()
+    kept = TimedCalls()
+    kept.last.update({"original": 1, "kept": 2, "dropped": 3})
+    _out_of_step(kept, varieds, "original")
+    assert set(kept.last) == {"original", "kept"}
+
+
+def test_a_tensor_two_variants_share_is_not_varied():
+    shared = torch.randn(4) + 3.0
+    invs = {"original": _Inv([shared, torch.randn(3)]), "c0": _Inv([shared, torch.randn(3)])}
+    varieds = _varying(dict.fromkeys(invs), invs)
+    assert all(len(v.tensors) == 1 and v.tensors[0] is not shared for v in varieds.values())
