@@ -63,6 +63,9 @@ def test_a_later_rounds_requests_stop_where_the_final_check_would_pass_the_budge
     assert not policy.room_in_budget(61.0)
     assert policy.room_for(61.0)                      # round 1's room is the cap's
     assert BudgetPolicy(None, clock).room_in_budget(1e9)
+    # the timing room before the budget: 60 s left, less the final check's shortest plan
+    assert policy.timing_room_in_budget_s(60.0, 20.0) == pytest.approx(60.0 - (20.0 + 0.25 * 40.0))
+    assert policy.timing_room_s(60.0, 20.0) == pytest.approx(90.0 - (20.0 + 0.25 * 40.0))
 
 
 def test_a_second_final_check_runs_only_before_the_cap():

@@ -283,6 +283,22 @@ def test_a_round_times_only_the_verified_candidates_that_leave_the_final_check_r
     assert len(stages.timed[0]) == 5
 
 
+def test_a_later_round_times_what_leaves_the_final_check_room_before_the_budget():
+    """Round 1 times up to the cap's room (35 s: three), a later round only to the budget's
+    (15 s: one), since it started with room for part of a round only."""
+    def timed_in(round_):
+        stages = FakeStages({round_: [(f"x = {i}\n", 0.5 + 0.01 * i) for i in range(1, 6)]})
+        env = _env(stages)
+        env.estimate = SimpleNamespace(observe=lambda *a: None, seconds=lambda ids: 10.0,
+                                       timing_s=lambda ids, variants: 10.0 * (variants - 1))
+        env.timing_room_s = lambda: 35.0
+        env.timing_room_in_budget_s = lambda: 15.0
+        run_round(_state(round=round_ - 1), env)
+        return len(stages.timed[0])
+    assert timed_in(1) == 3
+    assert timed_in(2) == 1
+
+
 def test_at_least_one_verified_candidate_is_timed_however_short_the_room():
     stages = FakeStages({1: [("x = 1\n", 0.5), ("x = 2\n", 0.5)]})
     env = _env(stages)

@@ -190,6 +190,13 @@ class BudgetPolicy:
         without a budget)."""
         return self.left_s() - shortest_check_s(check_s, fixed_s)
 
+    def timing_room_in_budget_s(self, check_s: float, fixed_s: float) -> float:
+        """``timing_room_s`` before the budget rather than the cap: a round after the first times
+        only what leaves the first final check room there (infinite without a budget)."""
+        if self.budget_s is None:
+            return float("inf")
+        return self.budget_s - self.elapsed() - shortest_check_s(check_s, fixed_s)
+
     def room_for(self, final_s: float) -> bool:
         """Whether more work may start now and still leave the final check (``final_s``) room
         before the cap: a round stops sending verification requests once it does not."""

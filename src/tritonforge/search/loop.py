@@ -316,7 +316,10 @@ class Optimizer:
                            self.final_check._expected_s(original),
                            self.final_check._fixed_s(original, original, len(perf_ids()))),
                        in_budget=lambda: budget.room_in_budget(
-                           self.final_check._expected_s(original)))
+                           self.final_check._expected_s(original)),
+                       timing_room_in_budget_s=lambda: budget.timing_room_in_budget_s(
+                           self.final_check._expected_s(original),
+                           self.final_check._fixed_s(original, original, len(perf_ids()))))
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",

@@ -54,6 +54,7 @@ class RoundEnv:
     within_budget: Callable[[], bool] = lambda: True   # before the budget (not its cap) is spent
     timing_room_s: Callable[[], float] = lambda: float("inf")   # timing that leaves a final check
     in_budget: Callable[[], bool] = lambda: True   # more work leaves the final check room in the budget
+    timing_room_in_budget_s: Callable[[], float] = lambda: float("inf")   # the same, before the budget
 
 
 # a candidate with one of these never had a kernel compiled
@@ -216,14 +217,18 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     return RoundOutcome(state)
 
 
-def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...]
-                ) -> tuple[list[Candidate], list[Candidate]]:
+def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...],
+                round_: int = 1) -> tuple[list[Candidate], list[Candidate]]:
     """(those timed, those left untimed): the longest prefix of ``good`` (in proposal order,
     the cost model's best first) whose timing leaves the first final check room before the cap
     on its shortest plan; at least one. Round 1 verifies until one candidate passes, so it can
     end near the budget with many verified: on an H100 (120 s a record, 2026-11-26) attn_fwd_causal
-    timed 21 after round 1 and reached the 150 s cap with no room left for its final check."""
+    timed 21 after round 1 and reached the 150 s cap with no room left for its final check. A
+    later round, which starts with room for part of a round (``BudgetPolicy.start_round``),
+    leaves that room before the budget itself: the cap stays the bound of the final check."""
     room = env.timing_room_s()
+    if round_ > 1:
+        room = min(room, env.timing_room_in_budget_s())
     if room == float("inf") or len(good) <= 1:
         return good, []
     k = len(good)
@@ -239,7 +244,7 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     until one passes: the new incumbent. One that fails there is recorded as that failure."""
     st, round_ = env.stages, state.round
     notes, history = list(state.notes), list(state.history)
-    good, untimed = _fit_timing(good, env, state.search_ids)
+    good, untimed = _fit_timing(good, env, state.search_ids, round_)
     if untimed:
         notes.append(f"round {round_}: {len(untimed)} verified candidate(s) not timed: timing "
                      "them would leave the final check no room before the cap")
