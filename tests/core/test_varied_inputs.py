@@ -130,3 +130,12 @@ def test_a_tensor_two_variants_share_is_not_varied():
     invs = {"original": _Inv([shared, torch.randn(3)]), "c0": _Inv([shared, torch.randn(3)])}
     varieds = _varying(dict.fromkeys(invs), invs)
     assert all(len(v.tensors) == 1 and v.tensors[0] is not shared for v in varieds.values())
+
+
+def test_a_tensor_that_refuses_the_write_is_dropped_not_raised():
+    with torch.inference_mode():
+        frozen = torch.randn(4) + 3.0
+    v = VariedInputs([frozen, torch.randn(3) + 3.0])
+    assert len(v.tensors) == 2
+    v.step()                                   # outside inference mode: the write is refused
+    assert len(v.tensors) == 1 and v.tensors[0] is not frozen
