@@ -158,7 +158,7 @@ class BudgetPolicy:
         does not need room for a whole round: it stops sending verification requests once the
         final check's room in the budget is gone (``room_in_budget``), and times only what
         leaves the final check room before the cap (``timing_room_s``). Asking room for a whole
-        round left budget unused: on four H100s (120 s a record, 2026-11-26) 12 records ended
+        round left budget unused: on four H100s (120 s a record, 2026-11-26) 15 records ended
         after round 1 with "time budget spent" at 48-98 s of wall. The first round runs unless
         the fixed cost (baseline, profile) already took the whole budget: without a round that
         cost buys nothing."""
