@@ -70,10 +70,4 @@ class VariedInputs:
                     self.tensors.remove(t)
 
 
-def varied(arguments: Any) -> VariedInputs | None:
-    """A ``VariedInputs`` over ``arguments``, or None where no tensor there can be varied."""
-    v = VariedInputs(arguments)
-    return v if v.tensors else None
-
-
-__all__ = ["MAX_TENSORS", "VariedInputs", "varied"]
+__all__ = ["MAX_TENSORS", "VariedInputs"]

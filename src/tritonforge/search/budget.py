@@ -157,7 +157,7 @@ class BudgetPolicy:
         (``last_round_s``) and the final check (``final_s``) both fit the budget. A later round
         does not need room for a whole round: it stops sending verification requests once the
         final check's room in the budget is gone (``room_in_budget``), and times only what
-        leaves the final check room before the cap (``timing_room_s``). Asking room for a whole
+        leaves it room there (``timing_room_in_budget_s``). Asking room for a whole
         round left budget unused: on four H100s (120 s a record, 2026-11-26) 15 records ended
         after round 1 with "time budget spent" at 48-98 s of wall. The first round runs unless
         the fixed cost (baseline, profile) already took the whole budget: without a round that
@@ -178,11 +178,15 @@ class BudgetPolicy:
                              f"{self.budget_s:.0f} s budget")
         return Go(True)
 
+    def budget_left_s(self) -> float:
+        """Seconds left before the budget itself (infinite without one)."""
+        return float("inf") if self.budget_s is None else self.budget_s - self.elapsed()
+
     def room_in_budget(self, final_s: float) -> bool:
         """Whether a round after the first may send another verification request: the final
         check (``final_s``) still fits before the budget itself (round 1 works to the cap's
         room, ``room_for``: without one verified candidate the fixed cost bought nothing)."""
-        return self.budget_s is None or final_s <= self.budget_s - self.elapsed()
+        return final_s <= self.budget_left_s()
 
     def timing_room_s(self, check_s: float, fixed_s: float) -> float:
         """Seconds a round's timing may take and still leave the first final check (``check_s``,
@@ -193,9 +197,7 @@ class BudgetPolicy:
     def timing_room_in_budget_s(self, check_s: float, fixed_s: float) -> float:
         """``timing_room_s`` before the budget rather than the cap: a round after the first times
         only what leaves the first final check room there (infinite without a budget)."""
-        if self.budget_s is None:
-            return float("inf")
-        return self.budget_s - self.elapsed() - shortest_check_s(check_s, fixed_s)
+        return self.budget_left_s() - shortest_check_s(check_s, fixed_s)
 
     def room_for(self, final_s: float) -> bool:
         """Whether more work may start now and still leave the final check (``final_s``) room

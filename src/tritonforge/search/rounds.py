@@ -85,7 +85,7 @@ def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
             return env.in_time() and env.in_budget()
         if env.in_time():
             return True
-        return round_ == 1 and env.within_budget() \
+        return env.within_budget() \
             and not any(r.status is Status.OK for r in got.values())
     return in_time
 
@@ -247,7 +247,8 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     good, untimed = _fit_timing(good, env, state.search_ids, round_)
     if untimed:
         notes.append(f"round {round_}: {len(untimed)} verified candidate(s) not timed: timing "
-                     "them would leave the final check no room before the cap")
+                     "them would leave the final check no room before the "
+                     + ("cap" if round_ == 1 else "budget"))
     env.emit("time", round=round_, message=f"{len(good)} verified", **counts(state))
     with env.clock.phase("time"):
         env.final_worker_started()
