@@ -1,6 +1,13 @@
 """Small kernels that no rule of the search was written for, with their wrappers and inputs: a
 2-D five-point stencil, a fused row operation (scale, bias, ReLU, row max) and a gather. The
-config-search tests run them and their rewrites through Triton's interpreter."""
+config-search tests run them and their rewrites through Triton's interpreter. ``HEURISTIC`` (a
+kernel sized by ``@triton.heuristics``) is the transforms' sample of that name."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "transforms"))
+from tf_samples import HEURISTIC  # noqa: E402,F401
 
 STENCIL = '''import torch
 import triton
@@ -86,6 +93,8 @@ def gather(table, idx):
 '''
 
 
+
+
 def inputs(name: str):
     import torch
 
@@ -94,11 +103,13 @@ def inputs(name: str):
         return (torch.randn(37, 53, generator=g),)
     if name == "ROWOP":
         return (torch.randn(6, 101, generator=g),)
+    if name == "HEURISTIC":
+        return (torch.randn(1000, generator=g),)
     table = torch.randn(40, 45, generator=g)
     return (table, torch.randint(0, 40, (29,), generator=g))
 
 
-ENTRIES = {"STENCIL": "laplace", "ROWOP": "fused_row", "GATHER": "gather"}
+ENTRIES = {"STENCIL": "laplace", "ROWOP": "fused_row", "GATHER": "gather", "HEURISTIC": "affine"}
 SPECS = {
     "STENCIL": 'entry = "laplace"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [37, 53] }]\n'
                '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [4096, 4096] }]\n',
@@ -107,4 +118,6 @@ SPECS = {
     "GATHER": 'entry = "gather"\nseeds = 1\n[[case]]\nid = "c"\n'
               'args = [{ tensor = [40, 45] }, { tensor = [29], dtype = "int64", init = "randint", '
               'low = 0, high = 40 }]\n',
+    "HEURISTIC": 'entry = "affine"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [1000] }]\n'
+                 '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [1048576] }]\n',
 }

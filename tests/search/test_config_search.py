@@ -278,3 +278,29 @@ def test_beside_a_kwargs_splat_only_the_options_written_at_the_call_vary(tmp_pat
     assert all("**opts)" in c.source and "num_warps=nw" not in c.source for c in cands)
     expected = _run(load, "ROWOP", written)
     torch.testing.assert_close(_run(load, "ROWOP", cands[0].source), expected)
+
+
+def test_a_kernel_sized_by_its_heuristics_gets_scaled_configs(tmp_path, load):
+    """Nothing at the launch can change what ``@triton.heuristics`` sets: the search scales the
+    user's rule in the decorator instead (``search.heuristics_space``), every config once, and
+    the candidates compute the same."""
+    import torch
+
+    src = cs_samples.HEURISTIC
+    analysis = analyze_source(src)
+    assert site_space(analysis, analysis.knobs[0], ast.parse(src)) is None   # the launch has none
+    task = _task(tmp_path, "HEURISTIC")
+    proposer = ConfigSearchProposer()
+    first = proposer.propose(_context(task, src, budget=6))
+    assert [c.description for c in first[:2]] == ["config heuristics num_warps x2 (scale_shift)",
+                                                  "config heuristics BLOCK x2 (scale_shift)"]
+    assert all(c.description.startswith("config heuristics ") for c in first) and len(first) == 6
+    expected = _run(load, "HEURISTIC", src)
+    for cand in first:
+        torch.testing.assert_close(_run(load, "HEURISTIC", cand.source), expected,
+                                   msg=cand.description)
+    history = [HistoryEntry(c.hash, c.origin, c.description, Status.OK, 1.0) for c in first]
+    later = proposer.propose(_context(task, src, round_=2, budget=100, history=history))
+    assert later and not {c.description for c in later} & {c.description for c in first}
+    # BLOCK 5 choices x num_warps 3, the heuristics as written excluded
+    assert len(first) + len(later) == 14

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 FLOORS = {"launch_params": 120, "constexpr_override": 35, "param_block_override": 12,
           "autotune": 90, "autotune_widen": 30, "autotune_blocks": 28, "autotune_pin": 28,
           "loop_pipelining": 75, "offset_hints": 65, "cache_hints": 80, "pid_swizzle": 12,
-          "persistent_grid": 45, "rows_per_program": 8}
+          "persistent_grid": 45, "rows_per_program": 8, "heuristic_scale": 4}
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from tritonforge.transforms import REGISTRY, Applicability, Transform, get
 NAMES = {"launch_params", "constexpr_override", "param_block_override", "autotune",
          "autotune_widen", "autotune_blocks", "autotune_pin", "loop_pipelining", "offset_hints", "cache_hints", "pid_swizzle",
          "persistent_grid", "rows_per_program", "streaming_reduction", "drop_zero_fill", "hoist_namedtuple",
-         "hoist_invariant_loads", "static_unroll"}
+         "hoist_invariant_loads", "static_unroll", "heuristic_scale"}
 
 
 def test_public_names():

@@ -394,6 +394,43 @@ def taps(x):
 
 # ---------------------------------------------------------------- running them
 
+# a kernel sized by @triton.heuristics: a tile, num_warps and a flag that reads the tile
+HEURISTIC = '''import torch
+import triton
+import triton.language as tl
+
+
+def pick_block(args):
+    return 64 if args["n"] <= 4096 else 256
+
+
+def pick_warps(args):
+    return 2 if args["n"] <= 4096 else 4
+
+
+@triton.heuristics({"BLOCK": pick_block, "num_warps": pick_warps,
+                    "EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def scale_shift(x_ptr, y_ptr, n, scale, EVEN: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs)
+        tl.store(y_ptr + offs, x * scale + 1.0)
+    else:
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m)
+        tl.store(y_ptr + offs, x * scale + 1.0, mask=m)
+
+
+def affine(x, scale=0.5):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_shift[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, scale)
+    return y
+'''
+
+
 def _inputs(name: str):
     import torch
 
@@ -420,6 +457,7 @@ def _inputs(name: str):
         "ADD_PARAM": lambda: (vec(1000), vec(1000)),
         "HOIST_LOOP": lambda: (torch.randn(9, 53, generator=g), torch.randn(53, generator=g)),
         "TAPS_LOOP": lambda: (vec(1000),),
+        "HEURISTIC": lambda: (vec(1000),),
     }[name]()
 
 
@@ -428,7 +466,8 @@ ENTRIES = {"ADD_LOCAL": "add", "SCALE_KEYWORD": "scale", "LITERAL_GRID": "neg",
            "ROW_SUM": "row_sum", "ROW_SUM_PTR": "row_sum", "ROW_SUM_NAMED": "row_sum", "EARLY_RETURN": "clear", "MATMUL": "matmul",
            "AUTOTUNED": "double", "ROW_SQNORM": "row_sqnorm", "ROWS_LAMBDA": "row_sum",
            "GRID_3D": "neg", "GRID_3D_LOCAL": "neg", "GUARDED_ROWS": "keep_rows",
-           "ADD_PARAM": "add", "HOIST_LOOP": "scale_rows", "TAPS_LOOP": "taps"}
+           "ADD_PARAM": "add", "HOIST_LOOP": "scale_rows", "TAPS_LOOP": "taps",
+           "HEURISTIC": "affine"}
 
 
 def assert_same_results(load, name: str, new_source: str, rtol: float = 1e-6,

@@ -19,7 +19,12 @@ incumbent's own config is the new centre, since its launch now holds it), and aw
 near ones that failed. ``context.config_search_only`` (a near-roofline stop: one round of this
 search alone, the rule proposer returns nothing) gives it the whole budget.
 
-Launch sites are served in turn (round-robin), those of kernels the profile saw launched first.
+A kernel whose tile sizes or num_warps come from ``@triton.heuristics`` has nothing to vary at
+its launch; its configs scale what the user's heuristics return (``search.heuristics_space``,
+written by ``transforms.heuristic_scale``), nearest first, each proposed once.
+
+Launch sites and heuristics-sized kernels are served in turn (round-robin), those of kernels the
+profile saw launched first.
 Asked before the rules (``compose.build_proposers``), it takes ``share`` of the round's budget
 (``Settings.config_search_share``) and leaves the rest to them; what they leave unfilled it tops
 up (``top_up``, asked by ``search.stages.RoundStages._propose``).
@@ -38,6 +43,7 @@ from ..model import Candidate, ProposalContext, RepairRequest, Status, content_h
 from .config_space import (
     LaunchConfig, RankedConfig, SiteSpace, autotune_space, problem_elements, rank_site, site_space,
 )
+from .heuristics_space import HeuristicConfig, heuristic_configs
 from .prune import limits_for_hardware, task_element_bytes
 from .rules import autotune_picks_of, profiled_kernels
 
@@ -222,30 +228,63 @@ class ConfigSearchProposer:
         ``context.budget`` (up to ``max_per_round`` a call), none proposed before."""
         return self._configs(context, 1.0)
 
+    def _heuristic_lists(self, context: ProposalContext) -> list[list[HeuristicConfig]]:
+        """Per launched kernel sized by its ``@triton.heuristics`` (``search.heuristics_space``),
+        its configs not proposed before, nearest first; kernels the profile saw first."""
+        analysis = analyze_source(context.incumbent.source)
+        profiled = profiled_kernels(context.profile)
+        lists = []
+        for k in analysis.kernels:
+            if not k.heuristics or not analysis.sites_of(k.name):
+                continue
+            configs = [c for c in heuristic_configs(analysis, k.name)
+                       if (k.name, c.key) not in self._keys]
+            if configs:
+                lists.append((bool(profiled) and k.name not in profiled, configs))
+        lists.sort(key=lambda x: x[0])
+        return [configs for _, configs in lists]
+
     def _configs(self, context: ProposalContext, share: float) -> list[Candidate]:
         budget = min(math.ceil(context.budget * share), self.max_per_round)
         if budget <= 0:
             return []
         sites = self._site_lists(context)
-        if not sites:
+        heuristics = self._heuristic_lists(context)
+        if not sites and not heuristics:
             return []
         self._memo = {}
-        picks = [self._pick(ranked, budget) for _, ranked in sites]
+        # one lane per launch site and per heuristics-sized kernel, served in turn
+        lanes: list[list[tuple[SiteSpace | None, RankedConfig | HeuristicConfig]]] = [
+            [(space, r) for r in self._pick(ranked, budget)] for space, ranked in sites]
+        lanes += [[(None, c) for c in configs[:budget]] for configs in heuristics]
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
         out: list[Candidate] = []
         source = context.incumbent.source
         depth = 0
-        while len(out) < budget and any(depth < len(p) for p in picks):
-            for (space, _), pick in zip(sites, picks):
-                if depth >= len(pick) or len(out) >= budget:
+        while len(out) < budget and any(depth < len(lane) for lane in lanes):
+            for lane in lanes:
+                if depth >= len(lane) or len(out) >= budget:
                     continue
-                r = pick[depth]
-                cand = self._candidate(source, r, space, context)
+                space, r = lane[depth]
+                cand = self._candidate(source, r, space, context) if space is not None \
+                    else self._heuristic_candidate(source, r, context)
                 if cand is not None and cand.hash not in tried:
                     tried.add(cand.hash)
                     out.append(cand)
             depth += 1
         return out
+
+    def _heuristic_candidate(self, source: str, cfg: HeuristicConfig,
+                             context: ProposalContext) -> Candidate | None:
+        from ..transforms import get
+
+        self._keys.add((cfg.kernel, cfg.key))
+        try:
+            new = get("heuristic_scale").apply(source, None, kernel=cfg.kernel, scales=cfg.scales)
+        except TransformError as exc:
+            log.debug("heuristics config %s not applied: %s", cfg, exc)
+            return None
+        return Candidate(new, ORIGIN, context.incumbent.hash, f"config {cfg.description()}")
 
     def _candidate(self, source: str, r: RankedConfig, space: SiteSpace,
                    context: ProposalContext) -> Candidate | None:

@@ -21,6 +21,7 @@ Each transform has ``name``, ``summary``, ``preserves_semantics``, ``applies(ana
     streaming_reduction whole-row tl.sum (BLOCK = next_power_of_2(N)) -> a loop over N in chunks
     drop_zero_fill      torch.zeros -> torch.empty for a wrapper's buffer a kernel only writes
     hoist_namedtuple    a wrapper's namedtuple class built once at import, not on every call
+    heuristic_scale     a tile size or num_warps from @triton.heuristics scaled (x2, /2, ...)
     hoist_invariant_loads loads a loop does not change, moved in front of it (guarded)
     static_unroll       short loops with constant bounds -> tl.static_range
 
@@ -47,6 +48,7 @@ from .base import Applicability, Transform
 from .body import CacheHints, LoopPipelining, OffsetHints
 from .configs import ConfigSpec
 from .constexpr import ConstexprOverride
+from .heuristic_scale import HeuristicScale
 from .host_hoist import HoistNamedtuple
 from .launch_params import LaunchParams
 from .loops import HoistInvariantLoads, StaticUnroll
@@ -74,6 +76,7 @@ REGISTRY: dict[str, Transform] = {t.name: t for t in (
     StreamingReduction(),
     DropZeroFill(),
     HoistNamedtuple(),
+    HeuristicScale(),
     HoistInvariantLoads(),
     StaticUnroll(),
 )}
