@@ -212,6 +212,14 @@ def test_a_num_warps_the_wrapper_computes_is_searched_too(tmp_path, load):
     assert "num_warps=nw" not in cand.source
     expected = _run(load, "ROWOP", src)
     torch.testing.assert_close(_run(load, "ROWOP", cand.source), expected)
+    # beside the literals, the wrapper's own rule scaled: it still follows the sizes
+    scaled = {c.description: c for c in cands if "num_warps (computed) x" in c.description
+              or "num_warps (computed) /" in c.description}
+    assert set(scaled) == {f"config num_warps (computed) {f} at launch 0 (scaled_relu_rowmax)"
+                           for f in ("x2", "/2", "x4", "/4")}
+    double = scaled["config num_warps (computed) x2 at launch 0 (scaled_relu_rowmax)"]
+    assert "num_warps=min(32, nw * 2)" in double.source and "nw = 4 if cols > 64" in double.source
+    torch.testing.assert_close(_run(load, "ROWOP", double.source), expected)
 
 
 def test_an_autotuned_kernel_gets_ranked_configs_added_to_its_list(tmp_path, load, fake_bench):

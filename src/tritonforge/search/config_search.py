@@ -19,11 +19,12 @@ incumbent's own config is the new centre, since its launch now holds it), and aw
 near ones that failed. ``context.config_search_only`` (a near-roofline stop: one round of this
 search alone, the rule proposer returns nothing) gives it the whole budget.
 
-A kernel whose tile sizes or num_warps come from ``@triton.heuristics`` has nothing to vary at
-its launch; its configs scale what the user's heuristics return (``search.heuristics_space``,
-written by ``transforms.heuristic_scale``), nearest first, each proposed once.
+Where the user's code computes the config -- a kernel sized by ``@triton.heuristics``, a
+num_warps the wrapper computes per size -- a literal would pin one value for every size (or, for
+heuristics, change nothing): those configs scale what the code computes instead
+(``search.scaled_configs``), nearest first, each proposed once.
 
-Launch sites and heuristics-sized kernels are served in turn (round-robin), those of kernels the
+Launch sites and lists of scaled configs are served in turn (round-robin), those of kernels the
 profile saw launched first.
 Asked before the rules (``compose.build_proposers``), it takes ``share`` of the round's budget
 (``Settings.config_search_share``) and leaves the rest to them; what they leave unfilled it tops
@@ -43,9 +44,9 @@ from ..model import Candidate, ProposalContext, RepairRequest, Status, content_h
 from .config_space import (
     LaunchConfig, RankedConfig, SiteSpace, autotune_space, problem_elements, rank_site, site_space,
 )
-from .heuristics_space import HeuristicConfig, heuristic_configs
 from .prune import limits_for_hardware, task_element_bytes
 from .rules import autotune_picks_of, profiled_kernels
+from .scaled_configs import ScaledConfig, scaled_lists
 
 # ``..transforms`` is imported inside functions: it needs libcst, which the GPU image lacks, and
 # this module must import there.
@@ -228,19 +229,17 @@ class ConfigSearchProposer:
         ``context.budget`` (up to ``max_per_round`` a call), none proposed before."""
         return self._configs(context, 1.0)
 
-    def _heuristic_lists(self, context: ProposalContext) -> list[list[HeuristicConfig]]:
-        """Per launched kernel sized by its ``@triton.heuristics`` (``search.heuristics_space``),
-        its configs not proposed before, nearest first; kernels the profile saw first."""
+    def _scaled_lists(self, context: ProposalContext) -> list[list[ScaledConfig]]:
+        """Per heuristics-sized kernel and per launch with a computed num_warps
+        (``search.scaled_configs``), its configs not proposed before, nearest first; those of
+        kernels the profile saw first."""
         analysis = analyze_source(context.incumbent.source)
         profiled = profiled_kernels(context.profile)
         lists = []
-        for k in analysis.kernels:
-            if not k.heuristics or not analysis.sites_of(k.name):
-                continue
-            configs = [c for c in heuristic_configs(analysis, k.name)
-                       if (k.name, c.key) not in self._keys]
+        for kernel, configs in scaled_lists(analysis):
+            configs = [c for c in configs if (kernel, c.key) not in self._keys]
             if configs:
-                lists.append((bool(profiled) and k.name not in profiled, configs))
+                lists.append((bool(profiled) and kernel not in profiled, configs))
         lists.sort(key=lambda x: x[0])
         return [configs for _, configs in lists]
 
@@ -249,14 +248,14 @@ class ConfigSearchProposer:
         if budget <= 0:
             return []
         sites = self._site_lists(context)
-        heuristics = self._heuristic_lists(context)
-        if not sites and not heuristics:
+        scaled = self._scaled_lists(context)
+        if not sites and not scaled:
             return []
         self._memo = {}
-        # one lane per launch site and per heuristics-sized kernel, served in turn
-        lanes: list[list[tuple[SiteSpace | None, RankedConfig | HeuristicConfig]]] = [
+        # one lane per launch site and per list of scaled configs, served in turn
+        lanes: list[list[tuple[SiteSpace | None, RankedConfig | ScaledConfig]]] = [
             [(space, r) for r in self._pick(ranked, budget)] for space, ranked in sites]
-        lanes += [[(None, c) for c in configs[:budget]] for configs in heuristics]
+        lanes += [[(None, c) for c in configs[:budget]] for configs in scaled]
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
         out: list[Candidate] = []
         source = context.incumbent.source
@@ -267,22 +266,20 @@ class ConfigSearchProposer:
                     continue
                 space, r = lane[depth]
                 cand = self._candidate(source, r, space, context) if space is not None \
-                    else self._heuristic_candidate(source, r, context)
+                    else self._scaled_candidate(source, r, context)
                 if cand is not None and cand.hash not in tried:
                     tried.add(cand.hash)
                     out.append(cand)
             depth += 1
         return out
 
-    def _heuristic_candidate(self, source: str, cfg: HeuristicConfig,
-                             context: ProposalContext) -> Candidate | None:
-        from ..transforms import get
-
+    def _scaled_candidate(self, source: str, cfg: ScaledConfig,
+                          context: ProposalContext) -> Candidate | None:
         self._keys.add((cfg.kernel, cfg.key))
         try:
-            new = get("heuristic_scale").apply(source, None, kernel=cfg.kernel, scales=cfg.scales)
+            new = cfg.apply(source)
         except TransformError as exc:
-            log.debug("heuristics config %s not applied: %s", cfg, exc)
+            log.debug("config %s not applied: %s", cfg, exc)
             return None
         return Candidate(new, ORIGIN, context.incumbent.hash, f"config {cfg.description()}")
 

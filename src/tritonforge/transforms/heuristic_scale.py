@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from ..analyze import SourceAnalysis
+from ._scale import rescale, split_scaled
 from .base import Applicability, Transform, char_index
 
 WARPS_MAX = 32
@@ -107,68 +107,41 @@ def scalable_keys(analysis: SourceAnalysis, kernel: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _factor(f: int) -> Fraction:
-    return Fraction(f) if f > 0 else Fraction(1, -f)
+CALL = "_tf_heur(args)"
 
 
-def _signed(f: Fraction) -> int | None:
-    """A factor as this module writes it (2, -2 ...); None for 1, or one it cannot write."""
-    if f == 1:
-        return None
-    if f.denominator == 1:
-        return int(f)
-    return -f.denominator if f.numerator == 1 else None
-
-
-def unscaled(value: str) -> tuple[str, int]:
-    """``(the user's expression, the factor on it)`` of a dict value this module wrote, so that a
-    second scaling folds into the first instead of wrapping it; ``(value, 1)`` for any other."""
+def _unwrapped(value: str, cap: int | None) -> tuple[str, str]:
+    """``(the user's expression, the scaled call)`` of a dict value this module wrote, so that a
+    second scaling folds into the first instead of wrapping it; ``(value, CALL)`` for any other."""
     try:
         node = ast.parse(value.strip(), mode="eval").body
     except SyntaxError:
-        return value, 1
+        return value, CALL
     if not (isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == ["args", "_tf_heur"]
             and len(node.args.defaults) == 1):
-        return value, 1
-    body = node.body
-    if isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and len(body.args) == 2 \
-            and body.func.id in ("min", "max"):
-        body = body.args[1]
-    if not (isinstance(body, ast.BinOp) and isinstance(body.right, ast.Constant)
-            and isinstance(body.right.value, int)):
-        return value, 1
-    if isinstance(body.op, ast.Mult):
-        factor = body.right.value
-    elif isinstance(body.op, ast.FloorDiv):
-        factor = -body.right.value
-    else:
-        return value, 1
-    return ast.get_source_segment(value.strip(), node.args.defaults[0], padded=False) or value, factor
+        return value, CALL
+    src = value.strip()
+    body = ast.get_source_segment(src, node.body) or ""
+    user = ast.get_source_segment(src, node.args.defaults[0]) or ""
+    if not body or not user or split_scaled(body, cap)[0] != CALL:
+        return value, CALL
+    return user, body
 
 
 def scaled_text(key: str, value: str, factor: int) -> str:
     """The new dict value: ``value`` (the user's expression) called and scaled by ``factor``.
     A value this module scaled before keeps one wrapper, the two factors combined (back to the
     user's expression where they cancel)."""
-    inner, before = unscaled(value)
-    total = _factor(before) * _factor(factor)
-    if total == 1:
-        return inner
-    signed = _signed(total)
-    if signed is None:          # not one multiple or divisor (powers of two always are)
-        inner, signed = value, factor
-    call = "_tf_heur(args)"
-    if signed > 1:
-        scaled = f"{call} * {signed}"
-        if key == "num_warps":
-            scaled = f"min({WARPS_MAX}, {scaled})"
-    else:
-        scaled = f"max(1, {call} // {-signed})"
+    cap = WARPS_MAX if key == "num_warps" else None
+    user, body = _unwrapped(value, cap)
+    body = rescale(body, factor, cap)
+    if body == CALL:
+        return user
     # a plain name needs no parentheses; a lambda or a multi-line expression does (a lambda as
     # a default value would swallow the rest)
-    if not inner.replace(".", "").replace("_", "").isalnum() or inner[:1].isdigit():
-        inner = f"({inner})"
-    return f"lambda args, _tf_heur={inner}: {scaled}"
+    if not user.replace(".", "").replace("_", "").isalnum() or user[:1].isdigit():
+        user = f"({user})"
+    return f"lambda args, _tf_heur={user}: {body}"
 
 
 def describe(scales: tuple[tuple[str, int], ...]) -> str:

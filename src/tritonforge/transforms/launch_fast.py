@@ -10,6 +10,10 @@ checks those), ``*args`` splats included (they bind positional parameters only);
 ``**kwargs`` splat it only replaces an option written at the call, for a missing one may hide in
 the splat. Anything else -- an alias call, a call not found -- returns None, and the caller falls
 back to ``launch_params``.
+
+``scale_launch_option`` scales an option the wrapper computes (``num_warps=nw``) in place,
+``min(32, nw * 2)``, so that it still follows what the wrapper's rule chose per size, where a
+literal would pin one value for every size.
 """
 
 from __future__ import annotations
@@ -81,4 +85,37 @@ def write_launch_options(source: str, kernel: str, ordinal: int,
     return out
 
 
-__all__ = ["write_launch_options"]
+def scale_launch_option(source: str, kernel: str, ordinal: int, option: str, factor: int,
+                        cap: int | None = None) -> str | None:
+    """``source`` with the value of ``option`` (num_warps, num_stages) at the ``ordinal``-th
+    launch of ``kernel`` scaled by ``factor`` (``transforms._scale``: 2 doubles, -2 halves, at
+    most ``cap``), the expression the wrapper computes kept; None when that launch does not
+    write the option, or writes it as a literal (the config search writes literals itself)."""
+    from ._scale import rescale
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    calls = _launches(tree, kernel)
+    if ordinal >= len(calls):
+        return None
+    kw = next((k for k in calls[ordinal].keywords if k.arg == option), None)
+    if kw is None or isinstance(kw.value, ast.Constant):
+        return None
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    begin = _offset(starts, kw.value.lineno, kw.value.col_offset)
+    end = _offset(starts, kw.value.end_lineno, kw.value.end_col_offset)
+    text = rescale(data[begin:end].decode("utf-8"), factor, cap).encode("utf-8")
+    out = (data[:begin] + text + data[end:]).decode("utf-8")
+    try:
+        ast.parse(out)
+    except SyntaxError:
+        return None
+    return out
+
+
+__all__ = ["scale_launch_option", "write_launch_options"]
