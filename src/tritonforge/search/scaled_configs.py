@@ -14,6 +14,9 @@ kinds of kernel choose their config in code instead:
   that tracks the size was the point. The config scales the expression in place
   (``transforms.launch_fast.scale_launch_option``: ``min(32, nw * 2)``). 34 of the 142 dev
   modules compute a num_warps at some launch.
+- ``BLOCK = triton.next_power_of_2(n)`` passed at the launch: the same, for the tile size,
+  scaled where it is computed so that the grid follows (``transforms.tile_scale``). 37 of the
+  142 dev modules pass a computed tile size at some launch.
 
 Nothing of the values is known before a run, so there is no resource estimate or model score:
 configs come nearest first (one key one step, up before down, then further), and a config of
@@ -27,6 +30,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..analyze import analyze_source
+from ..errors import TransformError
+
+# ``..transforms`` is imported inside the ``apply`` methods: it needs libcst, which the GPU image
+# lacks, and this module must import there.
+
 TILE_FACTORS = (2, -2, 4, -4)
 WARP_FACTORS = (2, -2)
 COMPUTED_WARP_FACTORS = (2, -2, 4, -4)
@@ -37,6 +46,11 @@ DOT_MIN_WARPS = 4       # a Hopper warpgroup MMA needs 4 warps: a tl.dot kernel 
 
 def _log2(factors: tuple[int, ...]) -> float:
     return sum(math.log2(abs(f)) for f in factors)
+
+
+def _how(factor: int) -> str:
+    """``x2`` or ``/2``."""
+    return f"x{factor}" if factor > 1 else f"/{-factor}"
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,7 @@ class HeuristicConfig:
                 sum(1 for _, f in self.scales if f < 0))
 
     def description(self) -> str:
-        from ..transforms.heuristic_scale import describe
-        return f"heuristics {describe(self.scales)} ({self.kernel})"
+        return f"heuristics {', '.join(f'{k} {_how(f)}' for k, f in self.scales)} ({self.kernel})"
 
     def apply(self, source: str) -> str:
         """``source`` with the scaling written (TransformError when it cannot be)."""
@@ -84,11 +97,9 @@ class ComputedWarpsConfig:
         return (1, _log2((self.factor,)), int(self.factor < 0))
 
     def description(self) -> str:
-        how = f"x{self.factor}" if self.factor > 1 else f"/{-self.factor}"
-        return f"num_warps (computed) {how} at launch {self.site} ({self.kernel})"
+        return f"num_warps (computed) {_how(self.factor)} at launch {self.site} ({self.kernel})"
 
     def apply(self, source: str) -> str:
-        from ..errors import TransformError
         from ..transforms.launch_fast import scale_launch_option
 
         out = scale_launch_option(source, self.kernel, self.ordinal, "num_warps", self.factor,
@@ -98,7 +109,39 @@ class ComputedWarpsConfig:
         return out
 
 
-ScaledConfig = HeuristicConfig | ComputedWarpsConfig
+@dataclass(frozen=True)
+class ComputedTileConfig:
+    """A factor on a tile size the wrapper computes for one launch
+    (``transforms.tile_scale``: scaled where it is computed, so the grid follows)."""
+
+    kernel: str
+    site: int
+    name: str
+    factor: int
+
+    @property
+    def key(self) -> tuple:
+        return ("computed tile", self.site, self.name, self.factor)
+
+    @property
+    def order(self) -> tuple:
+        return (1, _log2((self.factor,)), int(self.factor < 0))
+
+    def description(self) -> str:
+        return f"{self.name} (computed) {_how(self.factor)} at launch {self.site} ({self.kernel})"
+
+    def apply(self, source: str) -> str:
+        from ..transforms.tile_scale import scale_computed_tile
+
+        out = scale_computed_tile(source, analyze_source(source), self.site, self.name,
+                                  self.factor)
+        if out is None:
+            raise TransformError(f"{self.description()}: not written where it is computed, or "
+                                 "the grid would not follow")
+        return out
+
+
+ScaledConfig = HeuristicConfig | ComputedWarpsConfig | ComputedTileConfig
 
 
 def heuristic_configs(analysis: Any, kernel: str) -> list[HeuristicConfig]:
@@ -133,9 +176,24 @@ def computed_warps_configs(analysis: Any, knobs: Any) -> list[ComputedWarpsConfi
     return sorted(out, key=lambda c: c.order)
 
 
+def computed_tile_configs(analysis: Any, knobs: Any) -> list[ComputedTileConfig]:
+    """The factors on each tile size a launch passes computed, one tile at a time, nearest first
+    (whether one can be written is for ``apply``: it needs the source)."""
+    if knobs.autotuned or not analysis.has_kernel(knobs.kernel) \
+            or analysis.site(knobs.site).alias_partners:
+        return []
+    heuristics = set(analysis.kernel(knobs.kernel).heuristics)
+    out = [ComputedTileConfig(knobs.kernel, knobs.site, c.name, f)
+           for c in knobs.constexprs
+           if c.block_like and c.origin.value == "computed" and c.name not in heuristics
+           and (c.grid_follows or not c.tiles_grid)
+           for f in TILE_FACTORS]
+    return sorted(out, key=lambda c: c.order)
+
+
 def scaled_lists(analysis: Any) -> list[tuple[str, list[ScaledConfig]]]:
     """``(kernel, its configs nearest first)`` per heuristics-sized kernel that is launched and
-    per launch with a computed num_warps, in the file's order."""
+    per launch with a computed num_warps or computed tile sizes, in the file's order."""
     lists: list[tuple[str, list[ScaledConfig]]] = []
     for k in analysis.kernels:
         if k.heuristics and analysis.sites_of(k.name):
@@ -143,11 +201,12 @@ def scaled_lists(analysis: Any) -> list[tuple[str, list[ScaledConfig]]]:
             if configs:
                 lists.append((k.name, list(configs)))
     for knobs in analysis.knobs:
-        configs = computed_warps_configs(analysis, knobs)
-        if configs:
-            lists.append((knobs.kernel, list(configs)))
+        for configs in (computed_warps_configs(analysis, knobs),
+                        computed_tile_configs(analysis, knobs)):
+            if configs:
+                lists.append((knobs.kernel, list(configs)))
     return lists
 
 
-__all__ = ["ComputedWarpsConfig", "HeuristicConfig", "ScaledConfig", "computed_warps_configs",
-           "heuristic_configs", "scaled_lists"]
+__all__ = ["ComputedTileConfig", "ComputedWarpsConfig", "HeuristicConfig", "ScaledConfig",
+           "computed_tile_configs", "computed_warps_configs", "heuristic_configs", "scaled_lists"]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+from ._scale import rescale
+
 
 def _launches(tree: ast.Module, kernel: str) -> list[ast.Call]:
     """``kernel[...](...)`` calls (also ``mod.kernel[...]``), in source order."""
@@ -91,8 +93,6 @@ def scale_launch_option(source: str, kernel: str, ordinal: int, option: str, fac
     launch of ``kernel`` scaled by ``factor`` (``transforms._scale``: 2 doubles, -2 halves, at
     most ``cap``), the expression the wrapper computes kept; None when that launch does not
     write the option, or writes it as a literal (the config search writes literals itself)."""
-    from ._scale import rescale
-
     try:
         tree = ast.parse(source)
     except SyntaxError:
