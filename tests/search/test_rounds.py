@@ -410,3 +410,26 @@ def test_a_deferred_case_the_original_itself_fails_is_dropped_and_the_candidate_
     assert s.incumbent.source == "x = 1\n"
     assert "r" not in {c.id for c in s.task.cases} and s.verify_ids == ("c", "p", "q")
     assert any("case r dropped" in n for n in s.notes)
+
+
+def test_a_search_out_of_patience_early_runs_one_more_config_round():
+    """Stopped for want of gain with over half its budget left, the search runs one more round,
+    of configuration search alone, once; without a budget, or with less left, it stops."""
+    from tritonforge.search.loop import Optimizer
+
+    def run(clock_s, budget_s):
+        stages = FakeStages({r: [(f"x = {r}\n", 1.0)] for r in range(1, 9)})   # never faster
+        opt = Optimizer.__new__(Optimizer)
+        opt.interpreted = False
+        state, stop = opt._rounds(_state(patience=1), _env(stages),
+                                  BudgetPolicy(budget_s, lambda: clock_s), 8)
+        return stages, state, stop
+
+    stages, state, stop = run(10.0, 120.0)
+    assert [c.config_search_only for c in stages.contexts] == [False, True]
+    assert stop == "no gain for 2 rounds" and state.spare_round and state.round == 2
+    assert any("one more round of configuration search" in n for n in state.notes)
+    stages, state, stop = run(70.0, 120.0)
+    assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.spare_round
+    stages, state, stop = run(10.0, None)
+    assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds"
