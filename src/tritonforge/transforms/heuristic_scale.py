@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analyze import SourceAnalysis
+from ..analyze._astutil import dotted
 from ._scale import rescale, split_scaled
 from .base import Applicability, Transform, char_index
 
@@ -54,17 +55,6 @@ class HeuristicEntry:
     end: tuple[int, int]
 
 
-def _decorator_name(dec: ast.expr) -> str:
-    node = dec.func if isinstance(dec, ast.Call) else dec
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def heuristic_entries(source: str, kernel: str) -> dict[str, HeuristicEntry]:
     """The entries of every literal ``@triton.heuristics({...})`` dict on the function named
     ``kernel`` (at any nesting level), by key; empty when there is none."""
@@ -77,7 +67,7 @@ def heuristic_entries(source: str, kernel: str) -> dict[str, HeuristicEntry]:
         if not isinstance(node, ast.FunctionDef) or node.name != kernel:
             continue
         for dec in node.decorator_list:
-            if not isinstance(dec, ast.Call) or _decorator_name(dec).split(".")[-1] != "heuristics":
+            if not isinstance(dec, ast.Call) or dotted(dec.func).split(".")[-1] != "heuristics":
                 continue
             values = dec.args[0] if dec.args else next(
                 (k.value for k in dec.keywords if k.arg == "values"), None)

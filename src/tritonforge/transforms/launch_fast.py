@@ -36,6 +36,23 @@ def _launches(tree: ast.Module, kernel: str) -> list[ast.Call]:
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
+def _launch(source: str, kernel: str, ordinal: int) -> tuple[ast.Call, bytes, list[int]] | None:
+    """The ``ordinal``-th launch of ``kernel``, the source's UTF-8 bytes and each line's byte
+    offset in them (``ast`` columns are byte offsets); None when there is no such launch."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    calls = _launches(tree, kernel)
+    if ordinal >= len(calls):
+        return None
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return calls[ordinal], data, starts
+
+
 def _offset(starts: list[int], line: int, col: int) -> int:
     return starts[line - 1] + col
 
@@ -45,19 +62,11 @@ def write_launch_options(source: str, kernel: str, ordinal: int,
     """``source`` with ``options`` (num_warps, num_stages) written at the ``ordinal``-th launch
     of ``kernel`` (source order); None when that launch is not found, or an option missing there
     would have to be added beside a ``**kwargs`` splat."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    found = _launch(source, kernel, ordinal)
+    if found is None:
         return None
-    calls = _launches(tree, kernel)
-    if ordinal >= len(calls):
-        return None
-    call = calls[ordinal]
+    call, data, starts = found
     splat = any(k.arg is None for k in call.keywords)
-    data = source.encode("utf-8")
-    starts = [0]
-    for line in data.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
     edits: list[tuple[int, int, bytes]] = []
     missing = []
     for name, value in options.items():
@@ -93,20 +102,13 @@ def scale_launch_option(source: str, kernel: str, ordinal: int, option: str, fac
     launch of ``kernel`` scaled by ``factor`` (``transforms._scale``: 2 doubles, -2 halves, at
     most ``cap``), the expression the wrapper computes kept; None when that launch does not
     write the option, or writes it as a literal (the config search writes literals itself)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    found = _launch(source, kernel, ordinal)
+    if found is None:
         return None
-    calls = _launches(tree, kernel)
-    if ordinal >= len(calls):
-        return None
-    kw = next((k for k in calls[ordinal].keywords if k.arg == option), None)
+    call, data, starts = found
+    kw = next((k for k in call.keywords if k.arg == option), None)
     if kw is None or isinstance(kw.value, ast.Constant):
         return None
-    data = source.encode("utf-8")
-    starts = [0]
-    for line in data.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
     begin = _offset(starts, kw.value.lineno, kw.value.col_offset)
     end = _offset(starts, kw.value.end_lineno, kw.value.end_col_offset)
     text = rescale(data[begin:end].decode("utf-8"), factor, cap).encode("utf-8")
