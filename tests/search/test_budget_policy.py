@@ -12,7 +12,7 @@ from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search.arbiter import ArbiterPolicy
 from tritonforge.search.budget import (
     AUTOTUNE_CONFIG_S, FINAL_FIXED_S, MIN_PLAN_FRACTION, ROUND_MIN_SHARE, BudgetPolicy,
-    autotune_first_run_s,
+    AutotuneCost, autotune_first_run_s, tuned_keys,
 )
 from tritonforge.search.final_check import FinalCheck
 
@@ -235,12 +235,48 @@ def test_an_autotuned_best_counts_its_tuning_in_the_unshortened_part():
     more than the plain one at the same clock."""
     perf = tuple(SimpleNamespace(id=f"p{i}") for i in range(40))
     plain, tuned = Candidate("x = 1\n", "r"), Candidate(AUTOTUNED, "r")
-    assert FinalCheck._fixed_s(plain, ORIGINAL, len(perf)) == FINAL_FIXED_S
-    assert FinalCheck._fixed_s(tuned, ORIGINAL, len(perf)) == pytest.approx(
+    fc, _ = _final_check(Clock(0.0), 120.0, 10.0, {})
+    assert fc._fixed_s(plain, ORIGINAL, len(perf)) == FINAL_FIXED_S
+    assert fc._fixed_s(tuned, ORIGINAL, len(perf)) == pytest.approx(
         FINAL_FIXED_S + 3 * 40 * AUTOTUNE_CONFIG_S)
     policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s left
-    assert policy.first_check(60.0, FinalCheck._fixed_s(plain, ORIGINAL, 40))
-    assert not policy.first_check(60.0, FinalCheck._fixed_s(tuned, ORIGINAL, 40))
+    assert policy.first_check(60.0, fc._fixed_s(plain, ORIGINAL, 40))
+    assert not policy.first_check(60.0, fc._fixed_s(tuned, ORIGINAL, 40))
+
+
+TWO_TUNED = AUTOTUNED + '''
+@triton.autotune(configs=[triton.Config({'B': 32}), triton.Config({'B': 64})], key=['n'])
+@triton.jit
+def k_backward(x, n, B: tl.constexpr):
+    pass
+
+@triton.jit
+def plain(x, n, B: tl.constexpr):
+    pass
+'''
+
+
+def test_the_tuning_counted_is_what_the_originals_baseline_run_tuned():
+    """From the baseline's autotune-pick notes: a kernel's configs times the keys it tuned; an
+    autotuned kernel the run never launched (a backward one) costs nothing; a kernel a candidate
+    newly autotunes costs the worst case; notes that may have been cut give the worst case."""
+    notes = ["worker seconds (autotune short): import 0.0",
+             "autotune pick original: k (1024,) -> B=64, num_warps=4, num_stages=3",
+             "autotune pick original: k (4096,) -> B=128, num_warps=4, num_stages=3",
+             "autotune pick original: k (4096,) -> B=128, num_warps=4, num_stages=3"]
+    keys = tuned_keys(notes, max_lines=64)
+    assert keys == {"k": 2}
+    assert tuned_keys(notes, max_lines=3) is None            # maybe cut: not trusted
+    cost = AutotuneCost(keys, frozenset({"k", "k_backward"}))
+    assert cost.seconds(TWO_TUNED, 16) == pytest.approx(3 * 2 * AUTOTUNE_CONFIG_S)
+    assert cost.seconds(TWO_TUNED, 16, new_cases=5) == pytest.approx(3 * 7 * AUTOTUNE_CONFIG_S)
+    assert AutotuneCost().seconds(TWO_TUNED, 16) == pytest.approx(5 * 16 * AUTOTUNE_CONFIG_S)
+    # a candidate that autotunes the plain kernel: that kernel on every performance case
+    newly = TWO_TUNED.replace("@triton.jit\ndef plain",
+                              "@triton.autotune(configs=[triton.Config({'B': 8})], key=['n'])\n"
+                              "@triton.jit\ndef plain")
+    assert cost.seconds(newly, 16) == pytest.approx((3 * 2 + 16) * AUTOTUNE_CONFIG_S)
+    assert AutotuneCost({}, frozenset({"k", "k_backward"})).seconds(TWO_TUNED, 16) == 0.0
 
 
 def test_timing_room_is_what_leaves_the_shortest_first_check_before_the_cap():

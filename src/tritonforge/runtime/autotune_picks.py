@@ -16,7 +16,9 @@ from typing import Any
 # triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
 # processes import this module before they set it (tests/transforms/conftest.py).
 
-MAX_PICKS = 24          # lines per variant: one per (kernel, key)
+MAX_PICKS = 64          # lines per variant: one per (kernel, key); the budget counts them
+                        # (search.budget.tuned_keys), so a case ladder of 16 sizes over two
+                        # autotuned kernels must fit
 
 
 def _config_text(config: Any) -> str:

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
 
+from ..analyze import analyze_source
+from ..model import content_hash
 from ..runtime.timing import TimingPlan
 
 FINAL_FIXED_S = 20.0
@@ -107,6 +109,84 @@ def autotune_first_run_s(source: str, perf_cases: int) -> float:
     key, the worst case). 0 for a file without autotune."""
     configs = len(_CONFIG.findall(source)) if "autotune" in source else 0
     return configs * perf_cases * AUTOTUNE_CONFIG_S
+
+
+PICK = re.compile(r"^autotune pick original: (\S+) (.*) -> ")
+
+
+def tuned_keys(notes: Iterable[str], max_lines: int) -> dict[str, int] | None:
+    """Kernel -> the distinct keys its autotuner tuned, from the autotune-pick notes of the
+    original's baseline run (``runtime.autotune_picks``: one line per kernel and key, the cases
+    all run in one process); None when the lines may have been cut at ``max_lines``."""
+    keys: dict[str, set[str]] = {}
+    lines = 0
+    for note in notes:
+        m = PICK.match(note)
+        if m:
+            lines += 1
+            keys.setdefault(m.group(1), set()).add(m.group(2))
+    if lines >= max_lines:
+        return None
+    return {k: len(v) for k, v in keys.items()}
+
+
+@dataclass(frozen=True)
+class AutotuneCost:
+    """Seconds a fresh process spends tuning a file's ``@triton.autotune`` kernels on its first
+    runs, from what the original's baseline run tuned (``keys``: kernel -> distinct keys; None:
+    not known, every config of the file counted on every performance case).
+
+    A kernel the original autotuned costs its configs (in the file at hand: a candidate may list
+    more) times the keys it tuned; one the original's run never tuned (an autotuned backward
+    kernel the entry does not launch) costs nothing; one the original does not autotune at all
+    (a candidate that adds ``@triton.autotune``) the worst case, a key per performance case.
+    Counting every ``triton.Config`` of the file, softmax_flaggems (12 configs, all of backward
+    kernels its forward entry never launches, 16 performance cases) expected 96 s of tuning in
+    a final check that tunes nothing, and its search stopped at 48 s of its 120 s with one
+    candidate verified (H100 pass, engine f421d501e87f, 2026-11-26); most autotuned records of
+    that pass ended "time budget spent" with one verified candidate."""
+
+    keys: Mapping[str, int] | None = None
+    original_autotuned: frozenset[str] = frozenset()
+
+    def seconds(self, source: str, perf_cases: int, new_cases: int = 0) -> float:
+        """``new_cases``: cases the original's baseline run did not have (generated cases that
+        joined later), each a possible new key of every kernel the original tuned."""
+        if "autotune" not in source:
+            return 0.0
+        if self.keys is None:
+            return autotune_first_run_s(source, perf_cases)
+        try:
+            analysis = _analysis(source)
+        except Exception:  # noqa: BLE001 - an odd file: the worst case
+            return autotune_first_run_s(source, perf_cases)
+        runs = 0
+        for k in analysis.kernels:
+            if k.autotune is None:
+                continue
+            configs = len(k.autotune.configs) if k.autotune.configs_extendable \
+                else len(_CONFIG.findall(source))
+            if k.name not in self.original_autotuned:
+                keys = perf_cases
+            else:
+                tuned = self.keys.get(k.name, 0)
+                keys = tuned + new_cases if tuned else 0
+            runs += configs * keys
+        return runs * AUTOTUNE_CONFIG_S
+
+
+_ANALYSES: dict[str, object] = {}
+
+
+def _analysis(source: str):
+    """``analyze_source`` of ``source``, remembered for the few files a record estimates again
+    and again (the original and its candidates)."""
+    key = content_hash(source)
+    if key not in _ANALYSES:
+        if len(_ANALYSES) > 64:
+            _ANALYSES.clear()
+        _ANALYSES[key] = analyze_source(source)
+    return _ANALYSES[key]
 
 
 # a round after the first starts when a quarter of the last round's cost fits beside the final

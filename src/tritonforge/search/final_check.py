@@ -31,7 +31,7 @@ from ..runtime.timing_plan import final_check_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
-from .budget import FINAL_FIXED_S, BudgetPolicy, autotune_first_run_s
+from .budget import FINAL_FIXED_S, AutotuneCost, BudgetPolicy
 from .emit import autotune_candidate
 from .final_dispatch import size_dispatch_check
 from .prune import task_element_bytes
@@ -64,6 +64,11 @@ class FinalCheck:
     """The final check and the output it decides (see the module docstring). ``estimate_s``:
     the expected seconds of one final check of a candidate (``search.budget``); ``budget``:
     the record's policy (None: unbounded)."""
+
+    # first-run autotuning, from what the original's baseline tuned, and the cases the baseline did
+    # not have (generated ones that joined later): both set by the loop once the baseline ran
+    autotune_cost: AutotuneCost = AutotuneCost()
+    new_cases: Callable[[], int] = staticmethod(lambda: 0)
 
     def __init__(self, settings: Settings, policy: ArbiterPolicy, timer: Evaluator,
                  make_final_evaluator: Callable[[], Evaluator] | None, store: RunStore | None,
@@ -121,12 +126,13 @@ class FinalCheck:
             go = budget.another_check(self._expected_s(cand))
         return None if go else go.reason
 
-    @staticmethod
-    def _fixed_s(cand: Candidate, original: Candidate, perf: int) -> float:
+    def _fixed_s(self, cand: Candidate, original: Candidate, perf: int) -> float:
         """The part of a final check no plan shortens: the fixed cost and both files' first-run
-        autotuning over ``perf`` performance cases."""
-        return (FINAL_FIXED_S + autotune_first_run_s(cand.source, perf)
-                + autotune_first_run_s(original.source, perf))
+        autotuning over ``perf`` performance cases (``autotune_cost``, set by the loop from
+        what the original's baseline tuned; every config on every case without it)."""
+        new = self.new_cases()
+        return (FINAL_FIXED_S + self.autotune_cost.seconds(cand.source, perf, new)
+                + self.autotune_cost.seconds(original.source, perf, new))
 
     def _plan(self, task: Task, original: Candidate, cand: Candidate):
         """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``); the

@@ -17,16 +17,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from ..analyze import analyze_source
 from ..config import Settings
 from ..model import Candidate, Case, Decision, HardwareInfo, HistoryEntry, Task, VariantResult
 from ..model.progress import ProgressEvent, ProgressSink
+from ..runtime.autotune_picks import MAX_PICKS
 from ..runtime.evaluator import Evaluator
 from ..runtime.gpu_lock import gpu_blocked_s
 from ..runtime.timing_plan import baseline_plan, final_check_plan, timing_plan
 from ..runtime.worker_client import CUT_REASON
 from ..store import RunStore
 from .arbiter import ArbiterPolicy
-from .budget import BudgetPolicy, FinalCheckEstimate, autotune_first_run_s
+from .budget import AutotuneCost, BudgetPolicy, FinalCheckEstimate, tuned_keys
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
@@ -257,7 +259,7 @@ class Optimizer:
                                   notes=tuple(notes if base_notes is None else base_notes),
                                   phases=clock.times())
 
-        base = self._baseline(task, original, clock, notes)
+        base, base_notes = self._baseline(task, original, clock, notes)
         if base.failure is not None and CUT_REASON in base.failure.reason:
             # cut at the record's cap (runtime.evaluator): out of time, not a failing original
             return early(f"time budget spent before the original's baseline ended: "
@@ -276,10 +278,15 @@ class Optimizer:
         estimate = FinalCheckEstimate({t.case_id: t.median_ms for t in base.timings},
                                       timing_plan(self.settings), final_check_plan(self.settings))
         perf_ids = lambda: tuple(c.id for c in state.task.performance_cases)  # noqa: E731
+        cost = self._autotune_cost(original, base_notes)
+        base_ids = {c.id for c in task.cases}
+        new_cases = lambda: sum(c.id not in base_ids for c in state.task.cases)  # noqa: E731
+        self.final_check.autotune_cost = cost
+        self.final_check.new_cases = new_cases
         self.final_check.estimate_s = lambda cand: (
             estimate.seconds(perf_ids())
-            + autotune_first_run_s(cand.source, len(perf_ids()))
-            + autotune_first_run_s(original.source, len(perf_ids())))
+            + cost.seconds(cand.source, len(perf_ids()), new_cases())
+            + cost.seconds(original.source, len(perf_ids()), new_cases()))
         if ahead is not None:
             ahead.verify_from(task, *_first_tier(task, verify_ids, base,
                                                  generated_coming=self.late_cases is not None))
@@ -367,18 +374,32 @@ class Optimizer:
                            f"{state.round}") if state.round else state
 
     def _baseline(self, task: Task, original: Candidate, clock: PhaseClock,
-                  notes: list[str]) -> VariantResult:
-        """The original's per-case times: the known baseline's, or one short run of it now
+                  notes: list[str]) -> tuple[VariantResult, tuple[str, ...] | None]:
+        """The original's per-case times and the run's notes (None: no run, the known
+        baseline's times): the known baseline's, or one short run of it now
         (``runtime.timing_plan.baseline_plan``)."""
         if self.known_baseline is not None:
             notes.append("the original's case times come from the baseline sweep (not timed again)")
-            return self.known_baseline
+            return self.known_baseline, None
         self._emit("baseline", f"{task.name}: timing the original")
         with clock.phase("baseline"):
-            return self.timer.evaluate(task, (_variant(original, "original"),),
-                                       purpose="baseline", verify=False, time=True,
-                                       keep_going=True, plan=baseline_plan(self.settings)
-                                       ).results[0]
+            evaluation = self.timer.evaluate(task, (_variant(original, "original"),),
+                                             purpose="baseline", verify=False, time=True,
+                                             keep_going=True, plan=baseline_plan(self.settings))
+        return evaluation.results[0], tuple(evaluation.notes)
+
+    @staticmethod
+    def _autotune_cost(original: Candidate, run_notes: tuple[str, ...] | None) -> AutotuneCost:
+        """What first-run autotuning costs a fresh process, from what the original's baseline
+        run tuned (``search.budget.AutotuneCost``); every config on every case without a run."""
+        if run_notes is None or "autotune" not in original.source:
+            return AutotuneCost()
+        try:
+            tuned = frozenset(k.name for k in analyze_source(original.source).kernels
+                              if k.autotune is not None)
+        except Exception:  # noqa: BLE001 - an odd file: the worst case
+            return AutotuneCost()
+        return AutotuneCost(tuned_keys(run_notes, MAX_PICKS), tuned)
 
     def _hardware(self) -> HardwareInfo:
         if self.timer.worker.info is None:
