@@ -10,7 +10,7 @@ from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
 from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search import budget as budget_mod
 from tritonforge.search.budget import (
-    DEFAULT_RATIO, FINAL_FIXED_S, MAX_RATIO, FinalCheckEstimate, case_timing_ms,
+    CALL_OVERHEAD_MS, DEFAULT_RATIO, FINAL_FIXED_S, MAX_RATIO, FinalCheckEstimate, case_timing_ms,
 )
 from tritonforge.search.loop import Optimizer
 from tritonforge.store import RunStore
@@ -41,10 +41,11 @@ def test_an_unknown_call_time_counts_as_a_full_round():
 def test_the_estimate_scales_the_model_by_what_the_search_measured():
     est = FinalCheckEstimate({"a": 0.01, "b": 2.0, "p1": 0.01, "p2": 5.0}, PLAN, PLAN)
     perf = ("p1", "p2")
-    model = (case_timing_ms(0.01, 2, PLAN) + case_timing_ms(5.0, 2, PLAN)) / 1000
+    c = CALL_OVERHEAD_MS        # the flush, the input variation and the launch of every call
+    model = (case_timing_ms(0.01 + c, 2, PLAN) + case_timing_ms(5.0 + c, 2, PLAN)) / 1000
     assert est.ratio == DEFAULT_RATIO
     assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + DEFAULT_RATIO * model)
-    searched = (case_timing_ms(0.01, 7, PLAN) + case_timing_ms(2.0, 7, PLAN)) / 1000
+    searched = (case_timing_ms(0.01 + c, 7, PLAN) + case_timing_ms(2.0 + c, 7, PLAN)) / 1000
     est.observe(3 * searched, 7, ("a", "b"))
     assert est.ratio == pytest.approx(3.0)
     assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + 3 * model)
