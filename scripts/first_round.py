@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""What the rule proposer offers in round 1 for each record of the subset, without a GPU (no
-profile, no diagnosis): a quick check, on this machine, that a change to the analysis or the
-rules moves the proposals the way it was meant to and breaks none (each record in about 1 s).
+"""What the rule proposer (or, with --config-search, the config search) offers in round 1 for each
+record of the subset, without a GPU (no profile, no diagnosis): a quick check, on this machine,
+that a change to the analysis, the rules or the config space moves the proposals the way it was
+meant to and breaks none (each record in about 1 s).
 
-    python3 scripts/first_round.py [NAMES_FILE_OR_COMMA_LIST] [--budget 6]
+    python3 scripts/first_round.py [NAMES_FILE_OR_COMMA_LIST] [--budget 6] [--config-search]
 
 Reads the TritonBench-G data from $TRITONFORGE_TRITONBENCH or ../shared/tritonbench_g. Prints one
 line per record: how many candidates and their descriptions, or the error a proposer raised.
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tritonforge.model import Candidate, HardwareInfo, ProposalContext  # noqa: E402
+from tritonforge.search.config_search import ConfigSearchProposer  # noqa: E402
 from tritonforge.search.rules import RuleProposer  # noqa: E402
 from tritonforge.tasks.tritonbench import load_harness, load_records, task_from_record  # noqa: E402
 
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="?", default=str(ROOT / "bench/results/subset-40.txt"))
     parser.add_argument("--budget", type=int, default=6)
+    parser.add_argument("--config-search", action="store_true",
+                        help="the config search's proposals (all of the round) instead of the rules'")
     args = parser.parse_args(argv)
     path = Path(args.names)
     names = ([ln.strip() for ln in path.read_text().splitlines()
@@ -43,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             task = task_from_record(records[name], harness)
             ctx = ProposalContext(task, Candidate(task.source, "original"), 1, H100,
                                   budget=args.budget)
-            cands = RuleProposer().propose(ctx)
+            proposer = ConfigSearchProposer(share=1.0) if args.config_search else RuleProposer()
+            cands = proposer.propose(ctx)
         except Exception as exc:  # noqa: BLE001 - report every record, then the count
             failed += 1
             print(f"{name:28s} ERROR {type(exc).__name__}: {str(exc)[:150]}")
