@@ -69,3 +69,30 @@ def test_picks_name_the_kernel_the_key_and_the_config(tmp_path, monkeypatch):
     assert "BLOCK=64, num_warps=2, num_stages=2" in lines[0]
     assert lines[1].startswith("autotune pick c0: double_kernel (40, ")
     assert "BLOCK=32, num_warps=4" in lines[1]
+
+
+def test_an_autotuner_under_heuristics_is_found_and_its_lines_parse_for_the_budget(tmp_path,
+                                                                                   monkeypatch):
+    """``@triton.heuristics`` above ``@triton.autotune`` leaves a Heuristics object at the module
+    level: its autotuner's picks are read through it, and the budget counts its keys."""
+    from triton.runtime.autotuner import Autotuner
+
+    from tritonforge.search.budget import tuned_keys
+
+    monkeypatch.setattr(Autotuner, "do_bench", property(lambda self: (
+        lambda kernel_call, quantiles: (kernel_call(), [1.0, 1.0, 1.0])[1])))
+    global SOURCE
+    saved = SOURCE
+    SOURCE = SOURCE.replace('@triton.autotune(', '@triton.heuristics({"EVEN": lambda a: a["n"] % 2 == 0})\n'
+                                                  '@triton.autotune(') \
+        .replace("n, BLOCK: tl.constexpr)", "n, EVEN: tl.constexpr, BLOCK: tl.constexpr)")
+    try:
+        module = _load(tmp_path)
+        module.double(torch.randn(100))
+        module.double(torch.randn(40))
+        lines = autotune_picks(module, "original")
+    finally:
+        SOURCE = saved
+        sys.modules.pop("picks_mod", None)
+    assert len(lines) == 2 and all(x.startswith("autotune pick original: double_kernel") for x in lines)
+    assert tuned_keys(lines, 64) == {"double_kernel": 2}

@@ -37,6 +37,10 @@ def autotune_picks(module: Any, variant: str) -> list[str]:
         return []
     lines = []
     for name, obj in sorted(vars(module).items()):
+        for _ in range(4):      # @triton.heuristics above @triton.autotune wraps the autotuner
+            if isinstance(obj, Autotuner) or obj is None:
+                break
+            obj = getattr(obj, "fn", None)
         if not isinstance(obj, Autotuner):
             continue
         for key, config in list(getattr(obj, "cache", {}).items()):
