@@ -140,12 +140,14 @@ def test_the_baseline_times_the_original_in_fewer_rounds_than_the_search(monkeyp
 
     def evaluate(task, variants, **kwargs):
         sent.append(kwargs)
-        return SimpleNamespace(results=(VariantResult("original", variants[0].hash, Status.OK),))
+        return SimpleNamespace(results=(VariantResult("original", variants[0].hash, Status.OK),),
+                               notes=("autotune pick original: k (8,) -> num_warps=4",))
     opt = object.__new__(Optimizer)
     opt.known_baseline, opt.settings = None, settings
     opt._emit = lambda *a, **k: None
     opt.timer = SimpleNamespace(evaluate=evaluate)
     original = Candidate("x = 1\n", "original")
     task = Task("t", original.source, ("f",), (Case("p", CaseRole.PERFORMANCE, SpecCall("f")),), "")
-    opt._baseline(task, original, PhaseClock(), [])
+    result, notes = opt._baseline(task, original, PhaseClock(), [])
     assert sent and sent[0]["purpose"] == "baseline" and sent[0]["plan"] == base
+    assert result.variant == "original" and notes == ("autotune pick original: k (8,) -> num_warps=4",)
