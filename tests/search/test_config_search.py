@@ -290,7 +290,7 @@ def test_beside_a_kwargs_splat_only_the_options_written_at_the_call_vary(tmp_pat
 
 def test_a_kernel_sized_by_its_heuristics_gets_scaled_configs(tmp_path, load):
     """Nothing at the launch can change what ``@triton.heuristics`` sets: the search scales the
-    user's rule in the decorator instead (``search.heuristics_space``), every config once, and
+    user's rule in the decorator instead (``search.scaled_configs``), every config once, and
     the candidates compute the same."""
     import torch
 
