@@ -26,6 +26,7 @@ ALLOWED = frozenset({
     ("search/config_search.py", "..transforms.launch_fast"),
     ("search/config_space.py", "..transforms.autotune_widen"),
     ("search/scaled_configs.py", "..transforms"),
+    ("search/scaled_configs.py", "..transforms._scale"),
     ("search/scaled_configs.py", "..transforms.heuristic_scale"),
     ("search/scaled_configs.py", "..transforms.launch_fast"),
     ("search/scaled_configs.py", "..transforms.tile_scale"),

@@ -26,12 +26,12 @@ final check alone took 207 s, its first-run autotune never estimated.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
 
 from ..analyze import analyze_source
-from ..model import content_hash
 from ..runtime.timing import TimingPlan
 
 FINAL_FIXED_S = 20.0
@@ -183,18 +183,11 @@ class AutotuneCost:
         return runs * AUTOTUNE_CONFIG_S
 
 
-_ANALYSES: dict[str, object] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def _analysis(source: str):
     """``analyze_source`` of ``source``, remembered for the few files a record estimates again
     and again (the original and its candidates)."""
-    key = content_hash(source)
-    if key not in _ANALYSES:
-        if len(_ANALYSES) > 64:
-            _ANALYSES.clear()
-        _ANALYSES[key] = analyze_source(source)
-    return _ANALYSES[key]
+    return analyze_source(source)
 
 
 # a round after the first starts when a quarter of the last round's cost fits beside the final

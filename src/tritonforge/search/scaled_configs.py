@@ -40,7 +40,6 @@ TILE_FACTORS = (2, -2, 4, -4)
 WARP_FACTORS = (2, -2)
 COMPUTED_WARP_FACTORS = (2, -2, 4, -4)
 MAX_KEYS = 3            # keys varied together at most (three tiles and warps: 5*5*5*3 configs)
-WARPS_MAX = 32          # Triton's 1024 threads a program
 DOT_MIN_WARPS = 4       # a Hopper warpgroup MMA needs 4 warps: a tl.dot kernel is not halved
 
 
@@ -100,6 +99,7 @@ class ComputedWarpsConfig:
         return f"num_warps (computed) {_how(self.factor)} at launch {self.site} ({self.kernel})"
 
     def apply(self, source: str) -> str:
+        from ..transforms._scale import WARPS_MAX
         from ..transforms.launch_fast import scale_launch_option
 
         out = scale_launch_option(source, self.kernel, self.ordinal, "num_warps", self.factor,

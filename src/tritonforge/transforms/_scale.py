@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from fractions import Fraction
 
+WARPS_MAX = 32          # num_warps at most: Triton's 1024 threads a program
+
 
 def _as_fraction(factor: int) -> Fraction:
     return Fraction(factor) if factor > 0 else Fraction(1, -factor)
@@ -28,7 +30,7 @@ def _signed(f: Fraction) -> int | None:
     return -f.denominator if f.numerator == 1 else None
 
 
-def _atom(text: str) -> bool:
+def atom(text: str) -> bool:
     """A name, attribute, call, subscript or constant: safe beside ``*`` without parentheses."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
@@ -41,7 +43,7 @@ def _atom(text: str) -> bool:
 def scale_text(inner: str, factor: int, cap: int | None = None) -> str:
     """``inner`` (an expression's text) times ``factor``, at most ``cap`` (when up), at least 1
     (when down)."""
-    base = inner if _atom(inner) else f"({inner})"
+    base = inner if atom(inner) else f"({inner})"
     if factor > 1:
         out = f"{base} * {factor}"
         return f"min({cap}, {out})" if cap is not None else out
@@ -90,4 +92,4 @@ def rescale(text: str, factor: int, cap: int | None = None) -> str:
     return scale_text(inner, signed, cap)
 
 
-__all__ = ["rescale", "scale_text", "split_scaled"]
+__all__ = ["WARPS_MAX", "atom", "rescale", "scale_text", "split_scaled"]

@@ -40,10 +40,8 @@ from typing import Any
 
 from ..analyze import SourceAnalysis
 from ..analyze._astutil import dotted
-from ._scale import rescale, split_scaled
+from ._scale import WARPS_MAX, atom, rescale, split_scaled
 from .base import Applicability, Transform, char_index
-
-WARPS_MAX = 32
 
 
 @dataclass(frozen=True)
@@ -127,9 +125,9 @@ def scaled_text(key: str, value: str, factor: int) -> str:
     body = rescale(body, factor, cap)
     if body == CALL:
         return user
-    # a plain name needs no parentheses; a lambda or a multi-line expression does (a lambda as
-    # a default value would swallow the rest)
-    if not user.replace(".", "").replace("_", "").isalnum() or user[:1].isdigit():
+    # a name or a call needs no parentheses; a lambda or a multi-line expression does (a lambda
+    # as a default value would swallow the rest)
+    if not atom(user):
         user = f"({user})"
     return f"lambda args, _tf_heur={user}: {body}"
 
@@ -185,7 +183,7 @@ class HeuristicScale(Transform):
             spans.append((start, end, key, factor))
         text = source
         for start, end, key, factor in sorted(spans, reverse=True):   # bottom up: offsets hold
-            # the value stays as written, in parentheses: a multi-line one still parses
+            # the user's value is kept as written inside the new lambda (``scaled_text``)
             text = text[:start] + scaled_text(key, text[start:end], factor) + text[end:]
         return text
 
