@@ -28,6 +28,14 @@ def family():
     return FAMILIES["scale"][1]
 
 
+@pytest.fixture(autouse=True)
+def no_bounds_probe(monkeypatch):
+    """The original's calls counted here are the bare checks' and the guarded checks'; the
+    bounds probe's (verify.bounds, three a case, once a process) are tested on their own."""
+    from tritonforge.verify import bounds
+    monkeypatch.setattr(shipped_checks, "outside", lambda *a, **k: bounds.Outside())
+
+
 def test_a_second_candidate_costs_the_original_no_bare_call_and_is_still_judged(family):
     calls: list[int] = []
     ref = counting_scale(load(HERE / "scale_ref.py"), calls)

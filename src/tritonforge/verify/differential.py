@@ -193,6 +193,8 @@ class _Verifier(ShippedChecks):
         self.previous: Run | None = None
         self.first_pass = 0
         self.nondeterministic: list[str] = []
+        self.unjudged: list[str] = []          # checks a case of the original's ruled out
+        self.unjudged_reads: set[str] = set()  # cases where it reads outside its arguments
         self.nonfinite_seen: set[str] = set()    # cases whose reference was checked for NaN/Inf
         self.ref_aliases: set[tuple[str, str]] = set()
         self.ref_subclasses: set[tuple[str, str]] = set()
@@ -270,6 +272,8 @@ class _Verifier(ShippedChecks):
             self._check(case, seed, rerun)
 
     def _check(self, case: Case, seed: int, rerun: bool) -> None:
+        if self._outside(case, seed, self.sync) and case.id in self.unjudged_reads:
+            return        # its result there is not defined by its inputs (verify.bounds)
         layout, ready = self._layout(case, seed)
         ref = ready if ready is not None else self._reference(case, seed, poison=layout.outputs)
         snapshot = integrity_snapshot()
@@ -512,6 +516,10 @@ class _Verifier(ShippedChecks):
                 listed = ", ".join(f"{op} (x{self.cand_ops[op]})" for op in extra[:8])
                 self.cheat(CheatKind.LIBRARY_OP, f"it calls {listed}, which the original never "
                                                  f"uses: the work must be done by Triton kernels")
+        if self.checked == 0 and self.unjudged_reads and self.failure is None:
+            self.failure = Failure(Status.SKIPPED, "nothing verified: the original reads outside "
+                                   "its arguments' memory on every case checked, so no case "
+                                   "defines its result", "; ".join(self.unjudged[:2]))
         violations = tuple(self.cheats.values())
         passed = not self.mismatches and not violations and self.failure is None
         return Verdict(
@@ -520,7 +528,7 @@ class _Verifier(ShippedChecks):
             violations=violations, failure=self.failure, reference_launches=self.ref_launches,
             candidate_launches=self.cand_launches, reference_ops=tuple(sorted(self.ref_ops)),
             candidate_ops=tuple(sorted(self.cand_ops)), uses_dot=self.uses_dot,
-            notes=tuple(self.nondeterministic[:10]))
+            notes=tuple(self.nondeterministic[:10]) + tuple(self.unjudged[:4]))
 
     def stop(self) -> bool:
         return self.failure is not None or len(self.mismatches) >= self.options.max_mismatches

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import torch
 
 from ..model import Case, Mismatch
+from .bounds import outside, outside_note
 from .census import PROFILER_PLUMBING, foreign_kernels
 from .config_variation import may_round_otherwise
 from .integrity import integrity_snapshot
@@ -141,6 +142,8 @@ class ShippedChecks:
         kept = _ORIGINAL_BARE.setdefault(self.reference, {})
         runs = []
         for case in picked:
+            if self._outside(case, seed, sync):
+                continue         # neither variant's bare call there is run: it would scribble
             key = (case_key(case), seed, self.device)
             known = kept.setdefault(key, OriginalBare())
             if known.failed:
@@ -186,11 +189,28 @@ class ShippedChecks:
                         f"original's: {diffs[0].output}: {diffs[0].message}")
         return None
 
+    def _outside(self, case: Case, seed: int, sync: Any) -> bool:
+        """Whether the original writes or reads outside its arguments on ``case``
+        (``verify.bounds``): then bare calls of the two variants there judge nothing (nor,
+        where it reads, anything else), and a note says so."""
+        found = outside(self.reference, case, seed, self.make_invocation, self.device, sync)
+        if not found:
+            return False
+        note = outside_note(case, seed, found)
+        if not any(n.startswith(f"{case.id} seed ") and n[n.index(":"):] == note[note.index(":"):]
+                   for n in self.unjudged):
+            self.unjudged.append(note)
+        if found.reads:
+            self.unjudged_reads.add(case.id)
+        return True
+
     # ------------------------------------------------------------------ bare-call probe
     def probe(self, cases: Sequence[Case], nonce: int, seed: int) -> None:
         """Run one case through bare calls on both variants and judge (verify.shipped)."""
         pool = [c for c in cases if c.role.value == "correctness"] or list(cases)
         case = random.Random(nonce).choice(pool)
+        if self._outside(case, seed, self.sync):
+            return
         scrub_released()
         layout, _ = self._layout(case, seed)
         plan = plan_probe(case, seed, nonce, layout.outputs,
