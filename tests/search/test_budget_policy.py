@@ -12,7 +12,7 @@ from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search.arbiter import ArbiterPolicy
 from tritonforge.search.budget import (
     AUTOTUNE_CONFIG_S, FINAL_FIXED_S, MIN_PLAN_FRACTION, ROUND_MIN_SHARE, BudgetPolicy,
-    AutotuneCost, autotune_first_run_s, tuned_keys,
+    AutotuneCost, autotune_first_run_s, shortest_check_s, tuned_keys,
 )
 from tritonforge.search.final_check import FinalCheck
 
@@ -54,6 +54,21 @@ def test_a_later_round_starts_if_part_of_a_round_and_the_final_check_fit_the_bud
     assert policy.start_round(2, 40.0, 60.0 - share)         # 120: still fits
     go = policy.start_round(2, 40.0, 61.0 - share)           # 121
     assert not go and "round 2 not started" in go.reason and "51 s" in go.reason
+
+
+def test_a_later_round_reserves_the_final_checks_shortest_plan_where_its_fixed_part_is_known():
+    """The first final check shortens its timing to end by the cap: a round is started, and its
+    requests sent, while that shortest check fits the budget, not only the full one."""
+    clock = Clock(62.0)
+    policy = BudgetPolicy(120.0, clock)
+    full, fixed = 67.0, 15.0                          # logsumexp_fwd's reservation, 2026-11-27
+    assert not policy.start_round(2, 21.0, full)      # 62 + 5 + 67 > 120
+    go = policy.start_round(2, 21.0, full, fixed)     # 62 + 5 + 15 + 13 = 95
+    assert go, go.reason
+    assert not policy.room_in_budget(full) and policy.room_in_budget(full, fixed)
+    clock.now = 100.0                                 # 20 s left: 28 s no longer fit
+    assert not policy.start_round(2, 21.0, full, fixed)
+    assert not policy.room_in_budget(full, fixed)
 
 
 def test_a_later_rounds_requests_stop_where_the_final_check_would_pass_the_budget():
@@ -239,9 +254,12 @@ def test_an_autotuned_best_counts_its_tuning_in_the_unshortened_part():
     assert fc._fixed_s(plain, ORIGINAL, len(perf)) == FINAL_FIXED_S
     assert fc._fixed_s(tuned, ORIGINAL, len(perf)) == pytest.approx(
         FINAL_FIXED_S + 3 * 40 * AUTOTUNE_CONFIG_S)
-    policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s left
-    assert policy.first_check(60.0, fc._fixed_s(plain, ORIGINAL, 40))
-    assert not policy.first_check(60.0, fc._fixed_s(tuned, ORIGINAL, 40))
+    fixed_plain, fixed_tuned = fc._fixed_s(plain, ORIGINAL, 40), fc._fixed_s(tuned, ORIGINAL, 40)
+    check_s = fixed_tuned + 10.0
+    left = (shortest_check_s(check_s, fixed_plain) + shortest_check_s(check_s, fixed_tuned)) / 2
+    policy = BudgetPolicy(120.0, Clock(150.0 - left))     # between the two shortest checks
+    assert policy.first_check(check_s, fixed_plain)
+    assert not policy.first_check(check_s, fixed_tuned)
 
 
 TWO_TUNED = AUTOTUNED + '''

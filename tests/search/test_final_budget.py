@@ -91,10 +91,12 @@ def _run(task, tmp_path, budget_s, fresh=None):
 
 
 def test_a_round_the_final_check_would_not_fit_is_not_started(sin_task, tmp_path, monkeypatch):
-    monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 10_000.0)
+    # even on its shortest plan (a quarter of its timing) the check would not fit the budget
+    monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 30_000.0)
     result = _run(sin_task, tmp_path, 5_000.0)
     assert result.rounds == 1 and result.stop_reason == "time budget spent"
-    assert any("final check about 10000 s" in n for n in result.notes)
+    shortest = budget_mod.shortest_check_s(30_000.0, budget_mod.FINAL_FIXED_S)
+    assert any(f"final check about {shortest:.0f} s" in n for n in result.notes), result.notes
     assert result.final is not None          # the final check itself still ran
 
 

@@ -7,9 +7,11 @@ final check, so a whole run's median wall could not come under its per-kernel bu
 starts a round only if that round and this estimate both fit (``search.loop``).
 
 The estimate has two parts:
-- ``FINAL_FIXED_S``: starting the worker, importing both files, running and verifying every case.
-  Measured on the H100: 5-6 s to start the worker, 6 s to import, 9-10 s to run and verify 19 cases
-  (rope_embedding, fifth_order_sph_harmonics; 2026-11-25).
+- ``FINAL_FIXED_S``: importing both files, their first runs (compile, autotune) and verifying every
+  case, in a worker started ahead of need. Measured on four H100s (engine ec0277a5535e,
+  2026-11-27), the seven final checks of 16 records spent 4.7-14.3 s (median 5.9 s) in their
+  worker outside timing, and about 1 s around it; it was 20 s when the worker's 5-6 s start
+  and a 6 s import were part of every check (2026-11-25).
 - the timing: what ``runtime.timing`` spends on each performance case for two variants, from the
   original's per-call time and the final check's timing plan, scaled by what the search's own
   timing requests cost against the same model (L2 flushes, host work and launches are not in the
@@ -34,7 +36,7 @@ from typing import Callable, Iterable, Mapping
 from ..analyze import analyze_source
 from ..runtime.timing import TimingPlan
 
-FINAL_FIXED_S = 20.0
+FINAL_FIXED_S = 15.0
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 # What a timed call costs beyond the original's own GPU time (the L2 flush before it, the input
 # variation, the host's launch). Fitted offline to the 34 timing requests (search and final
@@ -233,9 +235,14 @@ class BudgetPolicy:
         """Seconds left before the cap (infinite without a budget)."""
         return float("inf") if self.cap_s is None else self.cap_s - self.elapsed()
 
-    def start_round(self, round_: int, last_round_s: float, final_s: float) -> Go:
+    def start_round(self, round_: int, last_round_s: float, final_s: float,
+                    fixed_s: float | None = None) -> Go:
         """Whether round ``round_`` starts: when ``ROUND_MIN_SHARE`` of the last round's cost
-        (``last_round_s``) and the final check (``final_s``) both fit the budget. A later round
+        (``last_round_s``) and the final check (``final_s``; on its shortest plan where its
+        ``fixed_s`` is given, as ``first_check`` runs it) both fit the budget. Reserving the
+        full plan stopped 5 of 16 records after round 1 with over 40 s of their 120 s left on
+        four H100s (engine ec0277a5535e, 2026-11-27): logsumexp_fwd reserved 67 s at 62 s
+        spent. The first final check shortens its timing to end by the cap. A later round
         does not need room for a whole round: it stops sending verification requests once the
         final check's room in the budget is gone (``room_in_budget``), and times only what
         leaves it room there (``timing_room_in_budget_s``). Asking room for a whole
@@ -252,10 +259,13 @@ class BudgetPolicy:
                                  f"past the {self.budget_s:.0f} s budget")
             return Go(True)
         least_s = ROUND_MIN_SHARE * last_round_s
+        if fixed_s is not None:
+            final_s = shortest_check_s(final_s, fixed_s)
         if elapsed + least_s + final_s > self.budget_s:
             return Go(False, f"round {round_} not started: {elapsed:.0f} s spent, a useful round "
                              f"needs about {least_s:.0f} s (the last took {last_round_s:.0f} s) "
-                             f"and the final check about {final_s:.0f} s, past the "
+                             f"and the final check about {final_s:.0f} s"
+                             f"{' on its shortest plan' if fixed_s is not None else ''}, past the "
                              f"{self.budget_s:.0f} s budget")
         return Go(True)
 
@@ -263,10 +273,13 @@ class BudgetPolicy:
         """Seconds left before the budget itself (infinite without one)."""
         return float("inf") if self.budget_s is None else self.budget_s - self.elapsed()
 
-    def room_in_budget(self, final_s: float) -> bool:
+    def room_in_budget(self, final_s: float, fixed_s: float | None = None) -> bool:
         """Whether a round after the first may send another verification request: the final
-        check (``final_s``) still fits before the budget itself (round 1 works to the cap's
+        check (``final_s``; on its shortest plan where ``fixed_s`` is given, as in
+        ``start_round``) still fits before the budget itself (round 1 works to the cap's
         room, ``room_for``: without one verified candidate the fixed cost bought nothing)."""
+        if fixed_s is not None:
+            final_s = shortest_check_s(final_s, fixed_s)
         return final_s <= self.budget_left_s()
 
     def timing_room_s(self, check_s: float, fixed_s: float) -> float:

@@ -325,7 +325,8 @@ class Optimizer:
                            self.final_check._expected_s(original),
                            self.final_check._fixed_s(original, original, len(perf_ids()))),
                        in_budget=lambda: budget.room_in_budget(
-                           self.final_check._expected_s(original)),
+                           self.final_check._expected_s(original),
+                           self.final_check._fixed_s(original, original, len(perf_ids()))),
                        timing_room_in_budget_s=lambda: budget.timing_room_in_budget_s(
                            self.final_check._expected_s(original),
                            self.final_check._fixed_s(original, original, len(perf_ids()))))
@@ -441,10 +442,14 @@ class Optimizer:
             if base is not None:
                 state = self._join_late(state, base, env.clock, wait=False)
             check = getattr(self, "final_check", None)
-            final_s = (check._expected_s(state.incumbent)
-                       if check is not None and check.estimate_s is not None
-                       else env.estimate.seconds(c.id for c in state.task.performance_cases))
-            go = budget.start_round(state.round + 1, state.last_round_s, final_s)
+            perf = len(state.task.performance_cases)
+            if check is not None and check.estimate_s is not None:
+                final_s = check._expected_s(state.incumbent)
+                fixed_s = check._fixed_s(state.incumbent, state.original, perf)
+            else:
+                final_s = env.estimate.seconds(c.id for c in state.task.performance_cases)
+                fixed_s = None
+            go = budget.start_round(state.round + 1, state.last_round_s, final_s, fixed_s)
             if not go:
                 return state.noted(go.reason), "time budget spent"
             outcome = run_round(state, env)
