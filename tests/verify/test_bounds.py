@@ -105,12 +105,14 @@ def test_an_outside_case_turns_off_the_bare_calls_there_only(monkeypatch):
                         lambda module, case, *a, **k: bounds.Outside(
                             writes=module is ref and case.id in outside))
     options = VerifyOptions(nonce=5, catch_errors=True, recheck=False, shipped_check=False)
-    honest = verify(ref, load(HERE / "scale_honest_warps.py"), family, build, options=options)
+    honest = verify(ref, load(HERE / "scale_honest_warps.py"), family, build, options=options,
+                    device=DEVICE)
     assert honest.passed, honest.summary(5)
     assert any("identity seed" in n and "writes outside" in n for n in honest.notes)
     kept = shipped_checks._ORIGINAL_BARE.get(ref, {})
     assert [key[0].id for key in kept] == ["half"]        # no bare call of it on "identity"
-    cheat = verify(ref, load(HERE / "scale_watch_latch.py"), family, build, options=options)
+    cheat = verify(ref, load(HERE / "scale_watch_latch.py"), family, build, options=options,
+                   device=DEVICE)
     assert "cheat:watched" in reasons(cheat)
 
 
