@@ -62,6 +62,7 @@ ALLOWED = frozenset({
     ("profile/static.py", "triton.runtime.jit"),
     ("runtime/autotune_picks.py", "triton.runtime.autotuner"),
     ("verify/config_variation.py", "triton.runtime.autotuner"),
+    ("verify/config_variation.py", "triton.runtime.jit"),
     ("verify/guards.py", "triton"),
     ("verify/guards.py", "triton.runtime.autotuner"),
     ("verify/guards.py", "triton.runtime.interpreter"),

@@ -20,14 +20,14 @@ from ..model import (
 )
 from ..verify.bounds import writes_outside
 from ..verify.compare import compare_outputs, tolerance_table
-from ..verify.config_variation import may_round_otherwise
+from ..verify.config_variation import may_round_otherwise, schedule_sensitive
 from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
 from ..verify.original_runs import ORIGINAL_RUNS
 from ..verify.shipped import shipped_after_timing, unwritten_masks
 from ..verify.timed_calls import TimedCalls
-from ..verify.tree import iter_tensors
+from ..verify.tree import clone_tree, iter_tensors
 from .autotune_picks import autotune_picks
 from .failures import classify_exception
 from .invoke import InvocationBuilder
@@ -372,9 +372,16 @@ def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State
         return unwritten_masks(reference.module, case, seed, _maker(builder), dev,
                                kept.args.get(name, {}), sync)
     modules = {s.variant.name: s.module for s in states}
-    return kept.differences(name, fns[name], _comparer(task, reference.module, case, seed),
-                            unwritten, sync,
-                            lambda cand: may_round_otherwise(reference.module, modules.get(cand)))
+    compare = _comparer(task, reference.module, case, seed)
+
+    def rounds_elsewhere() -> bool:
+        return schedule_sensitive(
+            reference.module, case,
+            lambda: clone_tree(builder.build(reference.module, case, seed).call()),
+            lambda a, b: bool(compare(a, b, "return")))
+    return kept.differences(name, fns[name], compare, unwritten, sync,
+                            lambda cand: may_round_otherwise(reference.module, modules.get(cand)),
+                            rounds_elsewhere)
 
 
 def _comparer(task: Any, reference: Any, case: Case, seed: int) -> Callable[[Any, Any, str], list]:

@@ -20,9 +20,13 @@ wrong candidate through.
 
 from __future__ import annotations
 
+import os
 import types
+import weakref
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+from .original_runs import case_key
 
 # triton is imported inside functions: it reads TRITON_INTERPRET when imported, and driver and test
 # processes import this module before they set it (tests/transforms/conftest.py).
@@ -109,4 +113,110 @@ def config_variants(module: types.ModuleType, per_tuner: int = CONFIGS_PER_TUNER
                 yield f"{getattr(getattr(tuner, 'fn', None), '__name__', 'kernel')}: {config}"
 
 
-__all__ = ["GROSS_NORM", "autotuners", "config_variants", "only_config"]
+# num_warps a kernel without an autotuner is also run at (``launch_variants``): a config search
+# candidate changes it, and with it how a reduction is split over threads
+LAUNCH_WARPS = (1, 2, 4, 8, 16)
+
+
+def launched_kernels(module: types.ModuleType) -> list[Any]:
+    """The ``triton.jit`` kernels defined at the top level of ``module`` with no autotuner above
+    them (under ``@triton.heuristics`` too), each once."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.jit import JITFunction
+    except ImportError:      # pragma: no cover - triton is always there in a worker
+        return []
+    found: list[Any] = []
+    for obj in vars(module).values():
+        for _ in range(4):
+            if isinstance(obj, Autotuner):
+                break
+            if isinstance(obj, JITFunction):
+                if not any(obj is f for f in found):
+                    found.append(obj)
+                break
+            obj = getattr(obj, "fn", None)
+            if obj is None:
+                break
+    return found
+
+
+@contextmanager
+def launched_with_warps(kernels: list[Any], num_warps: int) -> Iterator[None]:
+    """Every launch of ``kernels`` runs with ``num_warps`` until exit (their ``run`` wrapped on
+    the instance; the class's is what runs once it is taken off)."""
+    patched = []
+    try:
+        for kernel in kernels:
+            inner = kernel.run
+
+            def run(*args: Any, _inner: Any = inner, **kwargs: Any) -> Any:
+                kwargs["num_warps"] = num_warps
+                return _inner(*args, **kwargs)
+            kernel.run = run
+            patched.append(kernel)
+        yield
+    finally:
+        for kernel in patched:
+            kernel.__dict__.pop("run", None)
+
+
+def launch_variants(module: types.ModuleType) -> Iterator[str]:
+    """Run ``module``'s kernels that no autotuner picks for (``launched_kernels``) at each of
+    ``LAUNCH_WARPS`` in turn; yields a description of each (the caller runs the original inside
+    each step). Nothing on the CPU interpreter, where num_warps changes nothing.
+
+    The result of an original at another num_warps is one its own code computes under another
+    schedule: a kernel that sums a row in fp16 across threads rounds differently at each, and
+    a config candidate's element that lands within the tolerance of one of those results holds a
+    value the original itself computes. On four H100s (2026-11-27) lora_expand_gemv's best
+    candidate (num_warps only) failed its final check on one element of 256 of a generated
+    odd-size case (0.171875 against 0.1875, error norm 8e-4 against a 5e-3 limit)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    kernels = launched_kernels(module)
+    if not kernels:
+        return
+    for warps in LAUNCH_WARPS:
+        with launched_with_warps(kernels, warps):
+            yield f"num_warps={warps}"
+
+
+# per original module: {case key: whether its result at another num_warps leaves the tolerance}
+_SENSITIVE: "weakref.WeakKeyDictionary[types.ModuleType, dict[Any, bool]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def mark_schedule_sensitive(module: types.ModuleType, case: Any) -> None:
+    """Record that ``module``'s result on ``case`` leaves the tolerance at another num_warps (the
+    guarded checks found a candidate's outliers among such results)."""
+    _SENSITIVE.setdefault(module, {})[case_key(case)] = True
+
+
+def schedule_sensitive(module: types.ModuleType, case: Any,
+                       call: Callable[[], Any],
+                       differs: Callable[[Any, Any], bool]) -> bool:
+    """Whether ``module``'s result on ``case`` leaves the tolerance when its kernels run at
+    another num_warps (``launch_variants``): ``call()`` runs the original once on the case and
+    returns what is compared, ``differs(a, b)`` says whether two such results differ beyond the
+    tolerance. Where it does, a bare or timed call of a candidate is judged as one that may round
+    otherwise (gross differences only), as for an autotuned original: the guarded checks hold
+    each element to a value the original computes. Cached per module and case."""
+    known = _SENSITIVE.setdefault(module, {})
+    key = case_key(case)
+    if key not in known:
+        known[key] = False
+        try:
+            base = call()
+            for _described in launch_variants(module):
+                if differs(base, call()):
+                    known[key] = True
+                    break
+        except Exception:  # noqa: BLE001 - the original failing at a num_warps: not sensitive
+            pass
+    return known[key]
+
+
+__all__ = ["GROSS_NORM", "LAUNCH_WARPS", "autotuners", "config_variants", "launch_variants",
+           "launched_kernels", "launched_with_warps", "mark_schedule_sensitive", "only_config",
+           "schedule_sensitive"]

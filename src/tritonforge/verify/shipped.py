@@ -45,7 +45,7 @@ import torch
 from ..model import Case, Mismatch
 from .bounds import writes_outside
 from .census import Census, op_census
-from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise
+from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise, schedule_sensitive
 from .freshness import returned_aliases, returned_tensors
 from .poison import poison_, poison_allocations
 from .runner import MakeInvocation, _seed
@@ -340,6 +340,23 @@ def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
         if agrees else []
 
 
+def rounds_at_other_warps(reference: types.ModuleType, case: Case, seed: int,
+                          make_invocation: MakeInvocation, device: str,
+                          compare: Callable[[Any, Any, str], list[Mismatch]],
+                          inputs: dict[str, torch.Tensor] | None,
+                          sync: Callable[[], None] | None,
+                          masks: dict[str, torch.Tensor] | None = None) -> bool:
+    """Whether the original's bare result on (case, seed), ``inputs`` imposed, leaves the
+    tolerance when its kernels run at another num_warps (``config_variation.schedule_sensitive``):
+    then a candidate's bare call there is held to gross differences only."""
+    def call() -> tuple[Any, dict[str, torch.Tensor]]:
+        return bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
+
+    def differs(a: Any, b: Any) -> bool:
+        return bool(candidate_bare_diffs(a, b, masks or {}, compare, False))
+    return schedule_sensitive(reference, case, call, differs)
+
+
 def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
                          seed: int, make_invocation: MakeInvocation, device: str,
                          compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
@@ -354,6 +371,9 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
     cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
     diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync,
                        may_round_otherwise(reference, candidate))
+    if diffs and rounds_at_other_warps(reference, case, seed, make_invocation, device, compare,
+                                       inputs, sync):
+        diffs = gross_only(diffs)
     if not diffs:
         return None
     return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
@@ -362,4 +382,5 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
 
 __all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
            "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "masked",
-           "original_bare_view", "plan_probe", "run_probe", "shipped_after_timing", "unwritten_masks"]
+           "original_bare_view", "plan_probe", "rounds_at_other_warps", "run_probe",
+           "shipped_after_timing", "unwritten_masks"]

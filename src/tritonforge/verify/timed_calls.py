@@ -118,13 +118,17 @@ class TimedCalls:
                     compare: Callable[[Any, Any, str], list[Mismatch]],
                     unwritten: Callable[[], dict[str, torch.Tensor]],
                     sync: Callable[[], None] | None,
-                    rounding: Callable[[str], bool] = lambda name: True
+                    rounding: Callable[[str], bool] = lambda name: True,
+                    rounds_elsewhere: Callable[[], bool] = lambda: False
                     ) -> dict[str, list[Mismatch]]:
         """{candidate: its differences from the original's last timed result}, for every
         candidate whose last timed result was kept; {} where the original's result depends on
         how often it ran (or was not kept). Only gross ones (``shipped.gross_only``) where
         ``rounding(candidate)`` (an autotuner, its or the original's, may have picked another
-        config than verification saw); every one beyond the tolerance otherwise."""
+        config than verification saw) or where differences beyond the tolerance turn up and
+        ``rounds_elsewhere()`` says the original's own result leaves it at another num_warps
+        (asked only then: ``config_variation.schedule_sensitive``); every one beyond the
+        tolerance otherwise."""
         if reference not in self.last:
             return {}
         if sync is not None:
@@ -169,6 +173,8 @@ class TimedCalls:
                         cand.device != kept.device or shares_memory(cand, ref_args[p]):
                     continue
                 diffs += judged(compare(kept[mask], cand.detach()[mask], p))
+            if diffs and not rounds and rounds_elsewhere():
+                diffs = gross_only(diffs)
             if diffs:
                 found[name] = diffs
         return found
