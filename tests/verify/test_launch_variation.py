@@ -113,3 +113,21 @@ def test_schedule_sensitivity_is_asked_once_per_case(tmp_path, variants):
     assert config_variation.schedule_sensitive(ref, CASES[0], call, differs)
     n = len(calls)
     assert config_variation.schedule_sensitive(ref, CASES[0], call, differs) and len(calls) == n
+
+
+def test_launched_kernels_are_the_jit_functions_no_autotuner_picks_for():
+    import types
+
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    def body(x):
+        pass
+    plain, under_heuristics, tuned = JITFunction(body), JITFunction(body), JITFunction(body)
+    module = types.ModuleType("kernels")
+    module.plain, module.again = plain, plain
+    module.heur = Heuristics(under_heuristics, ["x"], {})
+    module.tuned = Autotuner(tuned, ["x"], [], [], None, None, {})
+    found = config_variation.launched_kernels(module)
+    assert found == [plain, under_heuristics]
+    assert config_variation.autotuners(module) == [module.tuned]

@@ -37,6 +37,17 @@ GROSS_SHARE = 0.01        # an exact-dtype output (integers, bools: no norm) dif
 CONFIGS_PER_TUNER = 4     # other configs tried per autotuner, chosen to cover its settings
 
 
+def _chains(module: types.ModuleType) -> Iterator[list[Any]]:
+    """Each top-level object of ``module`` with what it wraps (``obj``, ``obj.fn``, ... four deep:
+    ``@triton.heuristics`` over ``@triton.autotune`` over ``@triton.jit``)."""
+    for obj in vars(module).values():
+        chain: list[Any] = []
+        while obj is not None and len(chain) < 4:
+            chain.append(obj)
+            obj = getattr(obj, "fn", None)
+        yield chain
+
+
 def autotuners(module: types.ModuleType) -> list[Any]:
     """The ``triton.autotune`` objects defined at the top level of ``module`` (under
     ``@triton.heuristics`` too), each once; ``runtime.quick_autotune`` finds them here too."""
@@ -45,15 +56,10 @@ def autotuners(module: types.ModuleType) -> list[Any]:
     except ImportError:      # pragma: no cover - triton is always there in a worker
         return []
     found: list[Any] = []
-    for obj in vars(module).values():
-        for _ in range(4):
-            if isinstance(obj, Autotuner):
-                if not any(obj is f for f in found):
-                    found.append(obj)
-                break
-            obj = getattr(obj, "fn", None)
-            if obj is None:
-                break
+    for chain in _chains(module):
+        tuner = next((o for o in chain if isinstance(o, Autotuner)), None)
+        if tuner is not None and not any(tuner is f for f in found):
+            found.append(tuner)
     return found
 
 
@@ -127,17 +133,10 @@ def launched_kernels(module: types.ModuleType) -> list[Any]:
     except ImportError:      # pragma: no cover - triton is always there in a worker
         return []
     found: list[Any] = []
-    for obj in vars(module).values():
-        for _ in range(4):
-            if isinstance(obj, Autotuner):
-                break
-            if isinstance(obj, JITFunction):
-                if not any(obj is f for f in found):
-                    found.append(obj)
-                break
-            obj = getattr(obj, "fn", None)
-            if obj is None:
-                break
+    for chain in _chains(module):
+        first = next((o for o in chain if isinstance(o, (Autotuner, JITFunction))), None)
+        if isinstance(first, JITFunction) and not any(first is f for f in found):
+            found.append(first)
     return found
 
 
