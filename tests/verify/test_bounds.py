@@ -218,3 +218,16 @@ def test_a_case_the_original_reads_outside_on_judges_nothing(tmp_path):
                         device=DEVICE)
     assert not only_short.passed and only_short.failure is not None
     assert "nothing verified" in only_short.failure.reason
+
+
+def test_a_case_too_large_to_probe_is_taken_as_inside(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from tritonforge.model import PerfScriptCall
+    module = _module(tmp_path, "scatter_big")
+    case, rows = _case([0, 4, 1])
+    big = replace(case, id="big", recipe=PerfScriptCall("script", "m", 0, elements=1 << 29))
+    built = []
+    monkeypatch.setattr(bounds, "_probe", lambda *a, **k: built.append(1) or bounds.Outside(True))
+    assert not bounds.outside(module, big, 0, _invocation(rows), DEVICE, None)
+    assert built == []
