@@ -231,3 +231,30 @@ def test_a_case_too_large_to_probe_is_taken_as_inside(tmp_path, monkeypatch):
     monkeypatch.setattr(bounds, "_probe", lambda *a, **k: built.append(1) or bounds.Outside(True))
     assert not bounds.outside(module, big, 0, _invocation(rows), DEVICE, None)
     assert built == []
+
+
+def test_the_stability_check_drops_a_generated_case_the_original_writes_outside_on():
+    """A generated case is of our own making: one where the original stores past its tensors
+    (decay_cumsum's odd sizes on the H100, 2026-11-27) is dropped, not kept with its bare checks
+    off."""
+    from types import SimpleNamespace
+
+    from tritonforge.model import Case, CaseRole, SpecCall, Status, Task, VariantResult, Verdict
+    from tritonforge.testgen.validate import check_stable
+    task = Task("t", "x = 0\n", ("f",), (Case("gen-odd", CaseRole.CORRECTNESS, SpecCall("f")),
+                                         Case("gen-ok", CaseRole.CORRECTNESS, SpecCall("f"))), "t")
+    odd = Case("gen-odd", CaseRole.CORRECTNESS, SpecCall("f"))
+
+    class Pool:
+        def evaluate(self, task, variants, *, case_ids, **kw):
+            cid = case_ids[0]
+            notes = (bounds.outside_note(odd, 0, bounds.Outside(writes=True)),) \
+                if cid == "gen-odd" else ()
+            r = VariantResult("original-again", "h", Status.OK,
+                              verdict=Verdict(passed=True, notes=notes))
+            return SimpleNamespace(result=lambda name: r, results=(r,))
+
+    got = check_stable(Pool(), task, ("gen-odd", "gen-ok"))
+    assert got.kept == ("gen-ok",)
+    assert [d.case_id for d in got.dropped] == ["gen-odd"]
+    assert "unjudgeable" in got.dropped[0].reason and "writes outside" in got.dropped[0].reason

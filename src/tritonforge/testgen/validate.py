@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..model import Status, Task, Variant, content_hash
 from ..runtime.evaluator import Evaluator, original_variant
 from ..runtime.timing import TimingPlan
+from ..verify.bounds import OUTSIDE_NOTE
 from ..verify.kinds import NONFINITE_NOTE
 from .model import Dropped
 
@@ -125,6 +126,10 @@ def check_stable(evaluator: Evaluator, task: Task, case_ids: tuple[str, ...], *,
                                         f"differ ({note[len(case_id) + 1:][:120]})")
                 if note.startswith(f"{case_id} seed ") and NONFINITE_NOTE in note:
                     # its NaN/Inf come from memory it should not read (verify.nonfinite)
+                    reason = reason or f"unjudgeable: {note[len(case_id) + 1:][:160]}"
+                if note.startswith(f"{case_id} seed ") and OUTSIDE_NOTE in note:
+                    # it stores or loads past its tensors there (verify.bounds): a case of our
+                    # own making need not be one whose result hangs on memory it was not given
                     reason = reason or f"unjudgeable: {note[len(case_id) + 1:][:160]}"
             if verdict.failure is not None:
                 reason = reason or _reason(verdict.failure.status, verdict.failure.reason)

@@ -171,14 +171,16 @@ def _probe(module: types.ModuleType, case: Case, seed: int, make_invocation: Mak
     return Outside(writes, reads)
 
 
+OUTSIDE_NOTE = "outside its arguments' memory"     # in every note ``outside_note`` writes
+
+
 def outside_note(case: Case, seed: int, found: Outside) -> str:
     if found.reads:
-        return (f"{case.id} seed {seed}: the original reads outside its arguments' memory (an "
-                f"unmasked load): its result is not defined by its inputs, and the case judges "
-                f"nothing")
-    return (f"{case.id} seed {seed}: the original writes outside its arguments' memory (an "
-            f"unchecked index): its bare and timed calls judge nothing there")
+        return (f"{case.id} seed {seed}: the original reads {OUTSIDE_NOTE} (an unmasked load): "
+                f"its result is not defined by its inputs, and the case judges nothing")
+    return (f"{case.id} seed {seed}: the original writes {OUTSIDE_NOTE} (an unchecked index): "
+            f"its bare and timed calls judge nothing there")
 
 
-__all__ = ["Outside", "guard_storages", "outside", "outside_note", "pads_changed",
+__all__ = ["OUTSIDE_NOTE", "Outside", "guard_storages", "outside", "outside_note", "pads_changed",
            "writes_outside"]
