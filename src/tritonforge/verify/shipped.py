@@ -253,6 +253,11 @@ def disagrees_with_itself(ref: ProbeRun, compare: Callable[[Any, Any, str], list
     return False
 
 
+def inputs_of(args: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The inputs a bare call had (``bare_outputs``' ``input ...`` entries), by argument path."""
+    return {p[len("input "):]: t for p, t in args.items() if p.startswith("input ")}
+
+
 def bare_outputs(module: types.ModuleType, case: Case, seed: int, make_invocation: MakeInvocation,
                  device: str, inputs: dict[str, torch.Tensor] | None,
                  sync: Callable[[], None] | None) -> tuple[Any, dict[str, torch.Tensor]]:
@@ -280,7 +285,7 @@ def original_bare_view(reference: types.ModuleType, case: Case, seed: int,
     the same inputs agrees with the first: False, it races, and its bare calls judge nothing).
     Two more calls of the original, both on ``ref``'s inputs."""
     ref_result, ref_args = ref
-    inputs = {p[len("input "):]: t for p, t in ref_args.items() if p.startswith("input ")}
+    inputs = inputs_of(ref_args)
     masks = unwritten_masks(reference, case, seed, make_invocation, device, inputs, sync)
     again, again_args = bare_outputs(reference, case, seed, make_invocation, device, inputs, sync)
     outs = [p for p in ref_args if not p.startswith("input ")]
@@ -367,7 +372,7 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
     if writes_outside(reference, case, seed, make_invocation, device, sync):
         return None          # its results depend on where memory was handed out (verify.bounds)
     ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
-    inputs = {p[len("input "):]: t for p, t in ref[1].items() if p.startswith("input ")}
+    inputs = inputs_of(ref[1])
     cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
     diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync,
                        may_round_otherwise(reference, candidate))
@@ -381,6 +386,6 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
 
 
 __all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
-           "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "masked",
+           "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "inputs_of", "masked",
            "original_bare_view", "plan_probe", "rounds_at_other_warps", "run_probe",
            "shipped_after_timing", "unwritten_masks"]

@@ -28,8 +28,9 @@ from .original_runs import case_key, tree_bytes
 from .poison import scrub_released
 from .runner import Run
 from .shipped import (
-    bare_outputs, candidate_bare_diffs, compare_probe, disagrees_with_itself, gross_only, masked,
-    original_bare_view, plan_probe, rounds_at_other_warps, run_probe, unwritten_masks,
+    bare_outputs, candidate_bare_diffs, compare_probe, disagrees_with_itself, gross_only,
+    inputs_of, masked, original_bare_view, plan_probe, rounds_at_other_warps, run_probe,
+    unwritten_masks,
 )
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,6 @@ PLUMBING_OPS = frozenset({
     "aten.numel", "aten.dim", "aten.resize_", "aten.set_", "aten.is_same_size",
     "aten.record_stream", "aten.arange", "aten.cat", "aten.stack", "aten.constant_pad_nd",
 })
-
-
-def _inputs_of(args: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The inputs a bare call had (``bare_outputs``' ``input ...`` entries), by argument path."""
-    return {p[len("input "):]: t for p, t in args.items() if p.startswith("input ")}
 
 
 class ShippedChecks:
@@ -161,7 +157,7 @@ class ShippedChecks:
                 except Exception:  # noqa: BLE001 - the original's failure: the guarded checks' to report
                     known.failed = True
                     continue
-            inputs = {p[len("input "):]: t for p, t in known.args.items() if p.startswith("input ")}
+            inputs = inputs_of(known.args)
             try:
                 result, args = bare_outputs(self.candidate, case, seed, self.make_invocation,
                                             self.device, inputs, sync)
@@ -190,7 +186,7 @@ class ShippedChecks:
                                          not all(known.exact)
                                          or may_round_otherwise(self.reference, self.candidate))
             if diffs and rounds_at_other_warps(self.reference, case, seed, self.make_invocation,
-                                               self.device, compare, _inputs_of(known.args),
+                                               self.device, compare, inputs_of(known.args),
                                                sync, known.masks):
                 diffs = gross_only(diffs)
             if diffs:
