@@ -43,8 +43,12 @@ def test_a_candidate_wrong_beyond_the_drawn_range_fails_the_generated_large_case
     cheat = Variant("cheat", cheat_src, content_hash(cheat_src))
     own = tuple(c.id for c in task.correctness_cases)
     with Evaluator(settings, tmp_path / "eval", store=None, device="cpu") as ev:
+        # the spec's values alone: the bare-call probe (second pass) scales one element by
+        # 4x + 0.5, past 32 in under 1% of runs on the "odd" case (randn x 3), and then
+        # rightly catches the cheat (a fresh-clone CI run, 2026-11-27)
         on_own = ev.evaluate(made, (original_variant(made), cheat), purpose="test", case_ids=own,
-                             verify=True, time=False, keep_going=True, use_store=False)
+                             verify=True, time=False, keep_going=True, use_store=False,
+                             second_pass=False)
         on_large = ev.evaluate(made, (original_variant(made), cheat), purpose="test",
                                case_ids=(large[0].id,), verify=True, time=False, keep_going=True,
                                use_store=False)
