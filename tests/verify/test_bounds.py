@@ -2,7 +2,7 @@
 guard pads; the bare-call checks judge nothing on a case it writes outside on, while every other
 check still holds, and no check judges a case it reads outside on.
 
-The stores here land in the pads ``writes_outside`` puts around each storage, so no test
+The stores here land in the pads ``outside`` puts around each storage, so no test
 writes into memory it does not own (on the interpreter a store is a raw write into the process).
 """
 
@@ -67,14 +67,14 @@ def test_stores_past_the_end_of_an_argument_are_found(tmp_path):
     module = _module(tmp_path, "scatter_unchecked")
     inside, rows_in = _case([0, 3, 1])
     past, rows_past = _case([0, 4, 1])          # row 4 of a 4-row destination: past its end
-    assert not bounds.writes_outside(module, inside, 0, _invocation(rows_in), DEVICE, None)
-    assert bounds.writes_outside(module, past, 0, _invocation(rows_past), DEVICE, None)
+    assert not bounds.outside(module, inside, 0, _invocation(rows_in), DEVICE, None)
+    assert bounds.outside(module, past, 0, _invocation(rows_past), DEVICE, None).writes
 
 
 def test_stores_before_the_start_are_found(tmp_path):
     module = _module(tmp_path, "scatter_negative")
     before, rows = _case([0, -1])
-    assert bounds.writes_outside(module, before, 0, _invocation(rows), DEVICE, None)
+    assert bounds.outside(module, before, 0, _invocation(rows), DEVICE, None).writes
 
 
 def test_guarded_storages_keep_values_and_views():
@@ -153,7 +153,7 @@ def test_the_bare_call_after_timing_judges_nothing_on_an_outside_case(tmp_path, 
         return compare_outputs(r, c, case_id=case.id, seed=0, tolerance_for=tolerance_table(),
                                path=path)
     assert shipped.shipped_after_timing(ref, wrong, case, 0, build, DEVICE, compare)
-    monkeypatch.setattr(shipped, "writes_outside", lambda *a, **k: True)
+    monkeypatch.setattr(shipped, "outside", lambda *a, **k: bounds.Outside(writes=True))
     assert shipped.shipped_after_timing(ref, wrong, case, 0, build, DEVICE, compare) is None
 
 

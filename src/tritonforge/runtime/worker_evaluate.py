@@ -18,7 +18,7 @@ import torch
 from ..model import (
     Case, CaseRole, DeviceInfo, Evaluation, Failure, Status, Timing, Variant, VariantResult,
 )
-from ..verify.bounds import writes_outside
+from ..verify.bounds import outside
 from ..verify.compare import compare_outputs, tolerance_table
 from ..verify.config_variation import may_round_otherwise, schedule_sensitive
 from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
@@ -365,7 +365,7 @@ def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State
     if name not in fns or len(kept.last) < 2:
         return {}
     sync = torch.cuda.synchronize if dev.startswith("cuda") else None
-    if writes_outside(reference.module, case, seed, _maker(builder), dev, sync):
+    if outside(reference.module, case, seed, _maker(builder), dev, sync):
         return {}           # its results depend on where memory was handed out (verify.bounds)
 
     def unwritten() -> dict[str, torch.Tensor]:

@@ -46,6 +46,7 @@ import torch
 
 from ..errors import TritonForgeError
 from ..model import Case, Cheat, Failure, Mismatch, Status, Verdict
+from .bounds import Outside
 from .compare import ToleranceFor, compare_outputs, tolerance_table
 from .config_variation import (
     GROSS_NORM, config_variants, launch_variants, mark_schedule_sensitive,
@@ -196,7 +197,7 @@ class _Verifier(ShippedChecks):
         self.first_pass = 0
         self.nondeterministic: list[str] = []
         self.unjudged: list[str] = []          # checks a case of the original's ruled out
-        self.unjudged_reads: set[str] = set()  # cases where it reads outside its arguments
+        self.outside_cases: dict[str, Outside] = {}   # where it reaches outside (verify.bounds)
         self.nonfinite_seen: set[str] = set()    # cases whose reference was checked for NaN/Inf
         self.ref_aliases: set[tuple[str, str]] = set()
         self.ref_subclasses: set[tuple[str, str]] = set()
@@ -274,7 +275,7 @@ class _Verifier(ShippedChecks):
             self._check(case, seed, rerun)
 
     def _check(self, case: Case, seed: int, rerun: bool) -> None:
-        if self._outside(case, seed, self.sync) and case.id in self.unjudged_reads:
+        if self._outside(case, seed, self.sync).reads:
             return        # its result there is not defined by its inputs (verify.bounds)
         layout, ready = self._layout(case, seed)
         ref = ready if ready is not None else self._reference(case, seed, poison=layout.outputs)
@@ -567,7 +568,8 @@ class _Verifier(ShippedChecks):
                 listed = ", ".join(f"{op} (x{self.cand_ops[op]})" for op in extra[:8])
                 self.cheat(CheatKind.LIBRARY_OP, f"it calls {listed}, which the original never "
                                                  f"uses: the work must be done by Triton kernels")
-        if self.checked == 0 and self.unjudged_reads and self.failure is None:
+        if self.checked == 0 and self.failure is None and \
+                any(found.reads for found in self.outside_cases.values()):
             self.failure = Failure(Status.SKIPPED, "nothing verified: the original reads outside "
                                    "its arguments' memory on every case checked, so no case "
                                    "defines its result", "; ".join(self.unjudged[:2]))

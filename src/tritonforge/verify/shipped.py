@@ -43,7 +43,7 @@ from typing import Any, Callable
 import torch
 
 from ..model import Case, Mismatch
-from .bounds import writes_outside
+from .bounds import outside
 from .census import Census, op_census
 from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise, schedule_sensitive
 from .freshness import returned_aliases, returned_tensors
@@ -369,7 +369,7 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
     on fresh inputs must still match the original's (``bare_diffs``); None if so, else why
     not."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
-    if writes_outside(reference, case, seed, make_invocation, device, sync):
+    if outside(reference, case, seed, make_invocation, device, sync):
         return None          # its results depend on where memory was handed out (verify.bounds)
     ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
     inputs = inputs_of(ref[1])

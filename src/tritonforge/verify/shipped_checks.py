@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import torch
 
 from ..model import Case, Mismatch
-from .bounds import outside, outside_note
+from .bounds import Outside, outside, outside_note
 from .census import PROFILER_PLUMBING, foreign_kernels
 from .config_variation import may_round_otherwise
 from .integrity import integrity_snapshot
@@ -194,20 +194,15 @@ class ShippedChecks:
                         f"original's: {diffs[0].output}: {diffs[0].message}")
         return None
 
-    def _outside(self, case: Case, seed: int, sync: Any) -> bool:
-        """Whether the original writes or reads outside its arguments on ``case``
-        (``verify.bounds``): then bare calls of the two variants there judge nothing (nor,
-        where it reads, anything else), and a note says so."""
+    def _outside(self, case: Case, seed: int, sync: Any) -> Outside:
+        """What the original does outside its arguments on ``case`` (``verify.bounds``; false
+        if nothing): then bare calls of the two variants there judge nothing (nor, where it
+        reads, anything else), and a note says so, once a case."""
         found = outside(self.reference, case, seed, self.make_invocation, self.device, sync)
-        if not found:
-            return False
-        note = outside_note(case, seed, found)
-        if not any(n.startswith(f"{case.id} seed ") and n[n.index(":"):] == note[note.index(":"):]
-                   for n in self.unjudged):
-            self.unjudged.append(note)
-        if found.reads:
-            self.unjudged_reads.add(case.id)
-        return True
+        if found and case.id not in self.outside_cases:
+            self.outside_cases[case.id] = found
+            self.unjudged.append(outside_note(case, seed, found))
+        return found
 
     # ------------------------------------------------------------------ bare-call probe
     def probe(self, cases: Sequence[Case], nonce: int, seed: int) -> None:
