@@ -139,3 +139,18 @@ def test_a_tensor_that_refuses_the_write_is_dropped_not_raised():
     assert len(v.tensors) == 2
     v.step()                                   # outside inference mode: the write is refused
     assert len(v.tensors) == 1 and v.tensors[0] is not frozen
+
+
+def test_a_replay_on_restored_inputs_takes_the_same_steps_again():
+    """``replay`` after a restore leaves the inputs as the steps left them (the timed-call check
+    calls the original once on what its last timed call saw, verify.timed_calls)."""
+    x = torch.randn(7, 5)
+    pristine = x.clone()
+    varied = VariedInputs((x, torch.arange(3)))
+    for _ in range(40):
+        varied.step()
+    stepped = x.clone()
+    assert not torch.equal(stepped, pristine)
+    x.copy_(pristine)
+    varied.replay()
+    assert torch.equal(x, stepped) and varied.steps == 40

@@ -129,6 +129,54 @@ def test_nothing_is_judged_where_the_original_adds_into_an_argument_below_the_to
     assert calls.differences("original", original, _compare, lambda: {}, None) == {}
 
 
+def test_nothing_is_judged_where_the_original_accumulates_until_one_more_call_no_longer_moves_it():
+    """bgmv_shrink_kernel adds split-K partials into an fp16 output: on an H100 (2026-11-27) the
+    original's output stalled near 23000, where each partial is below half a unit in the last
+    place, so one more call left it bit for bit; a candidate with half as many partials, each twice
+    as large, kept growing to inf and was refused as watched. The same computation per call (+2
+    here, as two +1 partials or one +2), called as often: only one call on the pristine argument
+    shows that the original's timed result depends on its call count."""
+    out_o = torch.zeros(8, dtype=torch.float16)
+    out_c = torch.zeros(8, dtype=torch.float16)
+
+    def original():
+        out_o.add_(1.0)
+        return out_o.add_(1.0)
+
+    def candidate():
+        return out_c.add_(2.0)
+    calls = TimedCalls()
+    timed_o = calls.keeping("original", original, {"arg[0]": out_o}, reference=True)
+    timed_c = calls.keeping("candidate", candidate, {"arg[0]": out_c})
+    for _ in range(3000):
+        timed_o()
+        timed_c()
+    stalled = out_o.clone()
+    assert bool((original() == stalled).all())          # one more call leaves it bit for bit
+    assert float(out_c[0]) >= 2 * float(stalled[0])     # the candidate kept growing
+    assert calls.differences("original", original, _compare, lambda: {}, None) == {}
+
+
+def test_an_argument_written_the_same_by_every_call_is_still_judged():
+    """The one call on the pristine arguments finds an output that every call writes afresh the
+    same: the timed check still judges it, and a candidate wrong there is found."""
+    x = torch.arange(8, dtype=torch.float32)
+    out_o, out_c = torch.zeros(8), torch.zeros(8)
+
+    def original():
+        torch.mul(x, 2.0, out=out_o)
+
+    def candidate():
+        torch.mul(x, 3.0, out=out_c)
+    calls = TimedCalls()
+    wrapped = [calls.keeping("original", original, {"arg[0]": x, "arg[1]": out_o}, reference=True),
+               calls.keeping("candidate", candidate, {"arg[0]": x.clone(), "arg[1]": out_c})]
+    for f in wrapped * 3:
+        f()
+    found = calls.differences("original", original, _compare, lambda: {}, None)
+    assert set(found) == {"candidate"} and found["candidate"][0].output == "arg[1]"
+
+
 def test_rounding_and_unwritten_elements_are_not_differences():
     x = torch.rand(64) + 1.0
     garbage = torch.full((64,), 7.0)

@@ -59,8 +59,18 @@ class VariedInputs:
         """Halve one element of each tensor (outside any timed region: it launches a kernel per
         tensor). A tensor that refuses the write (an inference tensor, a read-only view) is varied
         no further: the same step fails for every variant's copy, so they stay in step."""
-        i = self.steps
+        self._take(self.steps)
         self.steps += 1
+
+    def replay(self) -> None:
+        """Take every step taken so far again, in order, on the tensors as they stand now: the
+        caller restored them to their values before the first step (``verify.timed_calls``, one
+        call of the original on the inputs its last timed call saw, from its pristine
+        arguments)."""
+        for i in range(self.steps):
+            self._take(i)
+
+    def _take(self, i: int) -> None:
         with torch.no_grad():
             for t in list(self.tensors):
                 at = unravel((i * _HASH + _OFFSET) % t.numel(), tuple(t.shape))

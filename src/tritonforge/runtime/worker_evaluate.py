@@ -296,7 +296,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             _out_of_step(kept, varieds, reference.variant.name)
             try:
                 wrong_when_timed = _timed_calls_differ(kept, reference, timed, case, seed, fns,
-                                                       invocations, builder, task, dev)
+                                                       invocations, builder, task, dev,
+                                                       varieds.get(reference.variant.name))
             except BaseException as exc:  # noqa: BLE001 - the check's own trouble is no verdict
                 failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                 if broken:       # a timed call's sticky CUDA error, surfacing in the check
@@ -358,7 +359,7 @@ def _out_of_step(kept: TimedCalls, varieds: dict[str, VariedInputs], reference: 
 def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State], case: Case,
                         seed: int, fns: dict[str, Callable[[], object]],
                         invocations: dict[str, Any], builder: InvocationBuilder, task: Any,
-                        dev: str) -> dict[str, list]:
+                        dev: str, varied: VariedInputs | None = None) -> dict[str, list]:
     """{candidate: how its last timed call's result differs from the original's}
     (verify.timed_calls); {} where the original was not timed on this case."""
     name = reference.variant.name
@@ -381,7 +382,7 @@ def _timed_calls_differ(kept: TimedCalls, reference: _State, states: list[_State
             lambda a, b: bool(compare(a, b, "return")))
     return kept.differences(name, fns[name], compare, unwritten, sync,
                             lambda cand: may_round_otherwise(reference.module, modules.get(cand)),
-                            rounds_elsewhere)
+                            rounds_elsewhere, varied.replay if varied is not None else None)
 
 
 def _comparer(task: Any, reference: Any, case: Case, seed: int) -> Callable[[Any, Any, str], list]:

@@ -35,7 +35,9 @@ static policy (the ways to tell the timer's calls apart) are the walls there.
 Results written into arguments are judged too, where that is sound: the original's arguments
 are copied before its first timed call (``pristine``); after timing, an argument whose elements
 the original's calls changed, and that one more call of the original leaves bit for bit as it was
-(not an accumulation, however small), is compared with the candidate's own argument on the changed elements (a
+(not an accumulation, however small), and that one call on the pristine arguments would
+also have left within the tolerance (``_grew_in_the_loop``: not an accumulation that has
+saturated), is compared with the candidate's own argument on the changed elements (a
 candidate's buffer from ``torch.empty`` holds other garbage where the original writes nothing).
 An argument both variants share (one tensor) judges nothing. Copies beyond
 ``KEEP_SHARE_OF_DEVICE`` of the device's memory are not made: the check is skipped there.
@@ -119,7 +121,8 @@ class TimedCalls:
                     unwritten: Callable[[], dict[str, torch.Tensor]],
                     sync: Callable[[], None] | None,
                     rounding: Callable[[str], bool] = lambda name: True,
-                    rounds_elsewhere: Callable[[], bool] = lambda: False
+                    rounds_elsewhere: Callable[[], bool] = lambda: False,
+                    replay_steps: Callable[[], None] | None = None
                     ) -> dict[str, list[Mismatch]]:
         """{candidate: its differences from the original's last timed result}, for every
         candidate whose last timed result was kept; {} where the original's result depends on
@@ -128,7 +131,8 @@ class TimedCalls:
         config than verification saw) or where differences beyond the tolerance turn up and
         ``rounds_elsewhere()`` says the original's own result leaves it at another num_warps
         (asked only then: ``config_variation.schedule_sensitive``); every one beyond the
-        tolerance otherwise."""
+        tolerance otherwise. ``replay_steps``: takes the input steps the timer took on the
+        original's arguments (``runtime.varied_inputs``) again, once they are restored."""
         if reference not in self.last:
             return {}
         if sync is not None:
@@ -152,6 +156,9 @@ class TimedCalls:
             mask = _changed(self.pristine[p], kept)
             if bool(mask.any()):
                 written[p] = (kept, mask)
+        if self._grew_in_the_loop(ref, before, ref_args, call_reference, compare, sync,
+                                  replay_steps):
+            return {}
         masks: dict[str, torch.Tensor] | None = None
         found = {}
         for name, result in self.last.items():
@@ -178,6 +185,35 @@ class TimedCalls:
             if diffs:
                 found[name] = diffs
         return found
+
+    def _grew_in_the_loop(self, ref: Any, before: dict[str, torch.Tensor],
+                          ref_args: dict[str, torch.Tensor], call_reference: Callable[[], Any],
+                          compare: Callable[[Any, Any, str], list[Mismatch]],
+                          sync: Callable[[], None] | None,
+                          replay_steps: Callable[[], None] | None) -> bool:
+        """Whether the original's last timed result (``ref``, and its arguments as they stood
+        then, ``before``) differs beyond the tolerance from what ONE call on its pristine
+        arguments gives: it accumulates across calls, even where one more call no longer moves
+        it. An fp16 output added into saturates (bgmv_shrink_kernel on an H100, 2026-11-27: at
+        about 23000 one call's increment is below half a unit in the last place, so one more call
+        left it bit for bit the same; a candidate with half the split-K partials, each twice as
+        large, still grew and reached inf, and was refused as ``watched``). The arguments are
+        restored from ``pristine`` and take the timer's input steps again (``replay_steps``), so
+        that call sees the inputs the last timed call saw; without a pristine copy (too large to
+        keep) the one-more-call test above stands alone."""
+        if not self.pristine or any(p not in ref_args for p in self.pristine):
+            return False
+        with torch.no_grad():
+            for p, t in self.pristine.items():
+                ref_args[p].copy_(t)
+        if replay_steps is not None:
+            replay_steps()
+        once = call_reference()
+        if sync is not None:
+            sync()
+        if compare(ref, once, "return"):
+            return True
+        return any(compare(kept, ref_args[p], p) for p, kept in before.items())
 
     def clear(self) -> None:
         self.last.clear()
