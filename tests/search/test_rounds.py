@@ -245,6 +245,43 @@ def test_a_later_round_verifies_only_while_the_final_check_fits_the_budget():
     assert _verify_while(both, 3)({})
 
 
+def test_verification_stops_once_timing_what_passed_would_not_fit():
+    """Once candidates have passed, a request starts only while timing them and one more beside
+    the incumbent fits the room the final check leaves: verified candidates never timed bought
+    nothing (attn_fwd_causal, H100: 14 verified in round 1 to the cap, none timed)."""
+    from tritonforge.search.cascade import verify_cascade
+    from tritonforge.search.rounds import _verify_while
+
+    class Pool:
+        def __init__(self):
+            self.asked = []
+
+        def evaluate(self, task, variants, **kwargs):
+            self.asked.append(variants[1].source)
+            r = VariantResult("candidate", variants[1].hash, Status.OK)
+            return SimpleNamespace(result=lambda name: r)
+
+    seen = []
+
+    def timing_s(ids, variants):
+        seen.append((tuple(ids), variants))
+        return 10.0 * variants            # 10 s a variant on the search cases
+    env = SimpleNamespace(in_time=lambda: True, within_budget=lambda: True, in_budget=lambda: True,
+                          timing_room_s=lambda: 45.0, timing_room_in_budget_s=lambda: 35.0,
+                          estimate=SimpleNamespace(timing_s=timing_s))
+    cands = [Candidate(f"x = {i}\n", "r") for i in range(6)]
+    pool = Pool()
+    got = verify_cascade([pool], TASK, ORIGINAL, cands, (("c",),),
+                         in_time=_verify_while(env, 1, ("p0",)))
+    # 1 passed: 3 variants, 30 s; 2 passed: 40 s; 3 passed: 50 s > 45 s: no fourth request
+    assert len(pool.asked) == 3
+    assert [got[c.hash].status for c in cands] == [Status.OK] * 3 + [Status.SKIPPED] * 3
+    assert seen and all(ids == ("p0",) for ids, _ in seen)
+    pool = Pool()
+    verify_cascade([pool], TASK, ORIGINAL, cands, (("c",),), in_time=_verify_while(env, 2, ("p0",)))
+    assert len(pool.asked) == 2          # a later round: the room before the budget, 35 s
+
+
 def test_no_twin_run_of_the_original_once_the_budget_is_spent():
     class Twins(FakeStages):
         def __init__(self, *a, **k):

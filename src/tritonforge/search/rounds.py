@@ -72,18 +72,32 @@ def counts(state: SearchState) -> dict[str, int]:
     return {"compiled": compiled, "verified": timed, "timed": timed, "failed": failed}
 
 
-def _verify_while(env: RoundEnv, round_: int) -> Callable[[dict], bool]:
+def _verify_while(env: RoundEnv, round_: int, search_ids: tuple[str, ...] = ()
+                  ) -> Callable[[dict], bool]:
     """When a verification request may start: in round 1 while the final check keeps its room
     before the cap, and also until one candidate has passed (without one the record's baseline
     and profile bought nothing, and the final check has nothing to check), but never once the
     budget itself is spent: on an H100 pass at 120 s a record (2026-11-25), round 1 of three
     attention kernels whose candidates all failed went on verifying to 161-175 s (1.46x the
     budget). A later round, which starts with room for part of a round only
-    (``BudgetPolicy.start_round``), while the final check keeps its room in the budget."""
+    (``BudgetPolicy.start_round``), while the final check keeps its room in the budget.
+
+    Once a candidate has passed, a request starts only while timing those passed and one more
+    beside the incumbent on ``search_ids`` (``FinalCheckEstimate.timing_s``) still fits that room:
+    verified candidates that are never timed bought nothing. On an H100 pass (120 s a record,
+    engine a98c89303aa9, 2026-11-27) attn_fwd_causal verified 14 candidates in round 1 to 147 s
+    and timed none; attention_forward_triton left 8 verified untimed, layer_norm_ops 10."""
+    def timing_fits(got: dict) -> bool:
+        passed = sum(1 for r in got.values() if r.status is Status.OK)
+        if not passed:
+            return True
+        room = env.timing_room_s() if round_ == 1 else env.timing_room_in_budget_s()
+        return env.estimate.timing_s(search_ids, 2 + passed) <= room
+
     def in_time(got: dict) -> bool:
         if round_ > 1:
-            return env.in_time() and env.in_budget()
-        if env.in_time():
+            return env.in_time() and env.in_budget() and timing_fits(got)
+        if env.in_time() and timing_fits(got):
             return True
         return env.within_budget() \
             and not any(r.status is Status.OK for r in got.values())
@@ -157,7 +171,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     if st.store:
         for c in cands:
             st.store.put_candidate(state.task.name, c)
-    in_time = _verify_while(env, round_)
+    in_time = _verify_while(env, round_, state.search_ids)
     pause = CrashPause(st.__dict__.setdefault("_twin_fails", {}))
     env.emit("verify", round=round_, message=f"{len(cands)} candidate(s)")
     early, _ = split_deferred(state.task, state.verify_tiers)
