@@ -95,9 +95,12 @@ def test_a_second_final_check_runs_only_before_the_cap():
 def test_the_final_plan_is_shortened_to_end_by_the_cap_never_below_its_floor():
     clock = Clock(100.0)
     policy = BudgetPolicy(120.0, clock)               # 50 s left
-    assert policy.fit_plan(PLAN, 20.0, 50.0) is PLAN  # fits: unchanged
-    half = policy.fit_plan(PLAN, 20.0, 80.0)          # 30 s of timing left for 60 asked
-    assert half.rounds == 5 and half.case_budget_ms == pytest.approx(3000.0)
+    assert policy.fit_plan(PLAN, 20.0, 40.0) is PLAN  # fits with FIT_SLACK to spare: unchanged
+    # 60 s asked: it aims 9 s (15% of 60) before the cap, 21 s of timing for 40 asked
+    half = policy.fit_plan(PLAN, 20.0, 60.0)
+    assert half.rounds == 5 and half.case_budget_ms == pytest.approx(6000.0 * 21 / 40)
+    # exactly the time left is no longer enough: the slack shortens it
+    assert policy.fit_plan(PLAN, 20.0, 50.0).rounds < PLAN.rounds
     clock.now = 149.0                                 # 1 s left: the floor, never nothing
     floor = policy.fit_plan(PLAN, 20.0, 80.0)
     assert floor.rounds == PLAN.min_rounds
