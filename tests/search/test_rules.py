@@ -287,7 +287,8 @@ def _block_values(diagnosis):
     task = task_from_file(EXAMPLE)
     ctx = ProposalContext(task, Candidate(AUTOTUNED_ROWS, "original"), 1,
                           HardwareInfo("cpu", True), diagnosis=diagnosis, budget=8)
-    cand = next(c for c in RuleProposer().propose(ctx) if c.origin == "rules:autotune_blocks")
+    cand = next(c for c in RuleProposer().propose(ctx) if c.origin == "rules:autotune_blocks"
+                and c.description.startswith("extend"))
     return sorted({int(v) for v in re.findall(r"'BLOCK_M': (\d+)", cand.source)} - {8, 16})
 
 
@@ -305,6 +306,25 @@ def test_an_autotune_range_is_extended_the_way_the_diagnosis_points():
     assert _block_values(None) == [1, 2, 4, 32, 64, 128]
     moves = [m.transform for m in RuleProposer().moves(AUTOTUNED_ROWS, None)]
     assert moves.index("autotune_blocks") < moves.index("autotune_widen")
+
+
+def test_a_key_that_leaves_out_a_size_is_fixed_alone_first():
+    """With a key that leaves out a size the body compares (N here), the autotuner picks once for
+    every N; the first autotune move adds that size to the key and changes nothing else (the tile
+    extension follows as a move of its own)."""
+    src = AUTOTUNED_ROWS
+    moves = [m for m in RuleProposer().moves(src, None) if m.transform == "autotune_blocks"]
+    assert dict(moves[0].params) == {"kernel": "rows_max_kernel", "max_new": 0}
+    assert "on N" in moves[0].description
+    task = task_from_file(EXAMPLE)
+    ctx = ProposalContext(task, Candidate(src, "original"), 1, HardwareInfo("cpu", True), budget=8)
+    keyed = next(c for c in RuleProposer().propose(ctx) if c.description.startswith("key "))
+    changed = [(a, b) for a, b in zip(src.splitlines(), keyed.source.splitlines()) if a != b]
+    assert len(changed) == 1 and changed[0][0].endswith('key=["M"])') \
+        and changed[0][1].endswith('key=["M", "N"])')
+    # a key that covers both sizes: no key move
+    covered = src.replace('key=["M"]', 'key=["M", "N"]')
+    assert not [m for m in RuleProposer().moves(covered, None) if dict(m.params).get("max_new") == 0]
 
 
 TWO_KERNELS = '''import torch

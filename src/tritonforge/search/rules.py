@@ -408,6 +408,18 @@ class RuleProposer:
                                   0.55, f"pin {knobs.kernel}'s autotuned config ({values}"
                                   f"{', ' if values else ''}num_warps={pick.num_warps}, "
                                   f"num_stages={pick.num_stages})"))
+            # the sizes the key leaves out, alone: with key=[] the autotuner picks once, on the
+            # first size a process calls, for every size (chunk_cumsum_kernel, H100 pass of
+            # engine a98c89303aa9: a config the search added to that list was 85.6% slower on one
+            # size in the fresh-process final check, which had tuned on another size first)
+            from ..transforms.configs import missing_key_names
+
+            tuned = analysis.kernel(knobs.kernel) if analysis.has_kernel(knobs.kernel) else None
+            names = missing_key_names(tuned) if tuned is not None else []
+            if names:
+                moves.append(Move("autotune_blocks", (("kernel", knobs.kernel), ("max_new", 0)),
+                                  0.66, f"key @triton.autotune of {knobs.kernel} on "
+                                  f"{', '.join(names)} (sizes its key leaves out)"))
             # tile sizes past the listed range first: a hand-written list often covers one
             # size only (max_kernel's BLOCK_M 8-32 on a one-row input; chunk cumsum's BT
             # 16-64 with key=[] on 32768-long rows); then launch options around the list
@@ -467,7 +479,7 @@ class RuleProposer:
                 if fit is None:
                     continue
                 params["configs"] = fit
-            elif self.prune and move.transform == "autotune_blocks":
+            elif self.prune and move.transform == "autotune_blocks" and params.get("max_new") != 0:
                 configs = self._block_configs(analysis, params["kernel"], source, limits, nbytes,
                                               _hint_weights(context.diagnosis))
                 if configs is not None:
