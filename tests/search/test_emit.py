@@ -208,3 +208,50 @@ def test_rows_per_program_verifies_and_a_missing_row_mask_does_not(tmp_path):
                           purpose="t2", verify=True, time=False)
     assert good.result("rows").status is Status.OK, good.result("rows")
     assert bad.result("careless").status is not Status.OK
+
+
+def _output_stub(verdicts):
+    """A FinalCheck whose checks answer from ``verdicts`` (candidate -> (accepted, speedup)) and
+    record their order; dispatch and size-split autotunes find nothing."""
+    from tritonforge.model import Decision
+    from tritonforge.search.arbiter import ArbiterPolicy
+    from tritonforge.search.final_check import FinalCheck
+
+    opt = FinalCheck.__new__(FinalCheck)
+    opt.settings, opt.policy, opt.interpreted, opt.store = Settings(), ArbiterPolicy(), False, None
+    judged = []
+
+    def final(task, orig, cand):
+        judged.append(cand)
+        ok, speedup = verdicts[cand.hash]
+        return Decision(cand.hash, ok, speedup, speedup, speedup, 1.0 if ok else 1.6,
+                        "checked" if ok else "case perf-01 is 60% slower")
+    opt._final = final
+    opt._dispatched = lambda *a, **k: None
+    opt._emit_size_split = lambda task, original, split, chain, notes: (None, original)
+    return opt, judged
+
+
+def test_the_chain_is_checked_before_a_split_config_where_it_alone_is_a_success():
+    """A split config (faster overall, slower on a size) checked first could spend the time the
+    chain's own check needs (softmax_flaggems, layer_norm_liger: H100 smoke of engine
+    a98c89303aa9): where the chain is a success on its own it goes first, and the split after it
+    replaces it only by beating it."""
+    src = EXAMPLE.read_text()
+    original = Candidate(src, "original")
+    chain_best, top = _cands(src)
+    split = [(1.5, 0, top)]
+    opt, judged = _output_stub({chain_best.hash: (True, 1.2), top.hash: (False, 1.5)})
+    decision, best = opt._output_chain(None, original, [chain_best], [], split, 1.2, [])
+    assert judged == [chain_best, top] and best is chain_best and decision.speedup == 1.2
+    opt, judged = _output_stub({chain_best.hash: (True, 1.2), top.hash: (True, 1.45)})
+    decision, best = opt._output_chain(None, original, [chain_best], [], split, 1.2, [])
+    assert judged == [chain_best, top] and best is top and decision.speedup == 1.45
+    # the chain alone no success (1.03x): the split is checked first, as before
+    opt, judged = _output_stub({chain_best.hash: (True, 1.03), top.hash: (True, 1.16)})
+    decision, best = opt._output_chain(None, original, [chain_best], [], split, 1.03, [])
+    assert judged == [top] and best is top
+    # the chain's check fails: the split is still tried after it
+    opt, judged = _output_stub({chain_best.hash: (False, 1.2), top.hash: (True, 1.4)})
+    decision, best = opt._output_chain(None, original, [chain_best], [], split, 1.2, [])
+    assert judged == [chain_best, top] and best is top

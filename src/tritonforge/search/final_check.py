@@ -184,24 +184,26 @@ class FinalCheck:
                       split: list, factor: float, notes: list[str]
                       ) -> tuple[Decision | None, Candidate]:
         """The part of ``_output`` before the runners-up: the chain's final checks, and the size
-        dispatch or autotune that ``emit`` calls for."""
+        dispatch or autotune that ``emit`` calls for.
+
+        A config the search found faster overall than the whole accepted chain but slower on some
+        size (``split``) is checked before the chain only where the chain alone is no success
+        (its speedup under ``min_speedup``); else the chain first, and the split after it where
+        time is left and it promises more. Checked first, a split that fails in the fresh process
+        (a size slower there, a check cut at the cap) spent the time the chain's own check needed:
+        on an H100 smoke (engine a98c89303aa9, 120 s a record) softmax_flaggems' split was 61.5%
+        slower on one size and its chain's best was then "not checked: about 29 s needed, 24 s
+        left"; layer_norm_liger's split was cut at the cap and its chain's best not checked."""
         final, best_c = None, original
         tried_split = False
         top_est, _, top = max(split, key=lambda r: (r[0], r[1])) if split else (0.0, 0, original)
-        if self.settings.emit == "auto" and split and top_est > factor * (1 + self.policy.min_gain):
-            # a config the search found faster overall than the whole accepted chain, but slower on
-            # some size (fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28%
-            # slower; the chain of clean wins reached 1.035x): its own final check, then the size
-            # dispatch, then an autotune over it, the chain's best and the original config
+        worth_split = self.settings.emit == "auto" and bool(split) \
+            and top_est > factor * (1 + self.policy.min_gain)
+        if worth_split and factor < self.settings.min_speedup:
+            # fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28% slower;
+            # the chain of clean wins reached 1.035x, no success on its own
             tried_split = True
-            check = self._final(task, original, top)
-            if check.accepted:
-                final, best_c = check, top
-            elif self._vetoed_by_one_size(check):
-                final, best_c = self._dispatched(task, original, top, check, notes) or (final, best_c)
-            if best_c is original:
-                notes.append(f"final check of {top.description!r}: {check.reason}")
-                final, best_c = self._emit_size_split(task, original, split, chain, notes)
+            final, best_c = self._split_output(task, original, top, split, chain, notes)
         vetoed: Candidate | None = None      # a config faster overall but slower on one size
         vetoed_by: Decision | None = None    # ... and the final check that said so
         for cand in reversed(chain[-3:] if best_c is original else []):   # the best first, then back
@@ -212,6 +214,12 @@ class FinalCheck:
             if vetoed is None and self._vetoed_by_one_size(final):
                 vetoed, vetoed_by = cand, final
             notes.append(f"final check rejected {cand.description!r}: {final.reason}")
+        if worth_split and not tried_split:
+            if best_c is original:
+                tried_split = True
+                final, best_c = self._split_output(task, original, top, split, chain, notes)
+            elif final is not None and top_est > final.speedup * (1 + 2 * self.policy.min_gain):
+                final, best_c = self._split_beyond(task, original, top, final, best_c, notes)
         if self.settings.emit == "autotune" and ranked:
             final, best_c = self._emit_autotune(task, original, ranked, final, best_c, notes)
         elif self.settings.emit == "auto" and best_c is original and vetoed is not None:
@@ -229,6 +237,38 @@ class FinalCheck:
             # one size: joined with the original it may beat the one that passed
             final, best_c = (self._dispatched(task, original, vetoed, vetoed_by, notes, beat=final.speedup)
                              or (final, best_c))
+        return final, best_c
+
+    def _split_output(self, task: Task, original: Candidate, top: Candidate, split: list,
+                      chain: list[Candidate], notes: list[str]) -> tuple[Decision | None, Candidate]:
+        """The split config ``top`` where nothing checked holds up yet: its own final check, then
+        the size dispatch, then an autotune over it, the chain's best and the original config;
+        ``(decision, original)`` when none holds up."""
+        check = self._final(task, original, top)
+        if check.accepted:
+            return check, top
+        final, best_c = check, original
+        if self._vetoed_by_one_size(check):
+            final, best_c = self._dispatched(task, original, top, check, notes) or (final, best_c)
+        if best_c is original:
+            notes.append(f"final check of {top.description!r}: {check.reason}")
+            final, best_c = self._emit_size_split(task, original, split, chain, notes)
+        return final, best_c
+
+    def _split_beyond(self, task: Task, original: Candidate, top: Candidate, final: Decision,
+                      best_c: Candidate, notes: list[str]) -> tuple[Decision, Candidate]:
+        """The split config ``top`` after the chain's best passed (``final``): kept only where
+        its own check, or its size dispatch, beats that."""
+        check = self._final(task, original, top)
+        if check.accepted and check.speedup > final.speedup:
+            notes.append(f"the split config {top.description!r} beat the chain's best: "
+                         f"{check.reason}")
+            return check, top
+        if not check.accepted and self._vetoed_by_one_size(check):
+            joined = self._dispatched(task, original, top, check, notes, beat=final.speedup)
+            if joined:
+                return joined
+        notes.append(f"final check of the split config {top.description!r}: {check.reason}")
         return final, best_c
 
     def _dispatched(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
