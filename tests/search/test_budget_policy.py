@@ -300,6 +300,18 @@ def test_the_tuning_counted_is_what_the_originals_baseline_run_tuned():
     assert AutotuneCost({}, frozenset({"k", "k_backward"})).seconds(TWO_TUNED, 16) == 0.0
 
 
+def test_a_candidate_keyed_on_more_than_the_original_counts_a_key_per_case():
+    """A candidate whose autotune key holds a name the original's does not (autotune_blocks adds
+    the sizes a key leaves out) tunes on keys the original's run never saw: a key per performance
+    case, not the original's tuned keys."""
+    keys = {"k": 2}
+    cost = AutotuneCost(keys, frozenset({"k"}), {"k": ("n",)})
+    assert cost.seconds(AUTOTUNED, 16) == pytest.approx(3 * 2 * AUTOTUNE_CONFIG_S)
+    keyed = AUTOTUNED.replace("key=['n']", "key=['n', 'm']")
+    assert keyed != AUTOTUNED
+    assert cost.seconds(keyed, 16) == pytest.approx(3 * 16 * AUTOTUNE_CONFIG_S)
+
+
 def test_timing_room_is_what_leaves_the_shortest_first_check_before_the_cap():
     policy = BudgetPolicy(120.0, Clock(100.0))          # 50 s before the cap
     assert policy.timing_room_s(60.0, 20.0) == pytest.approx(50.0 - (20.0 + 0.25 * 40.0))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 from ..analyze import analyze_source
@@ -158,6 +158,10 @@ class AutotuneCost:
 
     keys: Mapping[str, int] | None = None
     original_autotuned: frozenset[str] = frozenset()
+    # kernel -> the original's autotune key: a candidate keyed on more names (``autotune_blocks``
+    # adds the sizes a key leaves out) tunes on keys the original's run never saw, a key per
+    # performance case at worst (chunk_cumsum_kernel's key=[] tuned once; keyed on T, once a case)
+    original_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def seconds(self, source: str, perf_cases: int, new_cases: int = 0) -> float:
         """``new_cases``: cases the original's baseline run did not have (generated cases that
@@ -176,7 +180,8 @@ class AutotuneCost:
                 continue
             configs = len(k.autotune.configs) if k.autotune.configs_extendable \
                 else len(_CONFIG.findall(source))
-            if k.name not in self.original_autotuned:
+            if k.name not in self.original_autotuned or \
+                    set(k.autotune.key) - set(self.original_keys.get(k.name, k.autotune.key)):
                 keys = perf_cases
             else:
                 tuned = self.keys.get(k.name, 0)

@@ -396,11 +396,13 @@ class Optimizer:
         if run_notes is None or "autotune" not in original.source:
             return AutotuneCost()
         try:
-            tuned = frozenset(k.name for k in analyze_source(original.source).kernels
-                              if k.autotune is not None)
+            autotuned = [k for k in analyze_source(original.source).kernels
+                         if k.autotune is not None]
         except Exception:  # noqa: BLE001 - an odd file: the worst case
             return AutotuneCost()
-        return AutotuneCost(tuned_keys(run_notes, MAX_PICKS), tuned)
+        return AutotuneCost(tuned_keys(run_notes, MAX_PICKS),
+                            frozenset(k.name for k in autotuned),
+                            {k.name: tuple(k.autotune.key) for k in autotuned})
 
     def _hardware(self) -> HardwareInfo:
         if self.timer.worker.info is None:
