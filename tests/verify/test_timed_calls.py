@@ -155,6 +155,9 @@ def test_nothing_is_judged_where_the_original_accumulates_until_one_more_call_no
     assert bool((original() == stalled).all())          # one more call leaves it bit for bit
     assert float(out_c[0]) >= 2 * float(stalled[0])     # the candidate kept growing
     assert calls.differences("original", original, _compare, lambda: {}, None) == {}
+    assert calls.grew                       # said, so the worker can note it
+    calls.clear()
+    assert not calls.grew
 
 
 def test_an_argument_written_the_same_by_every_call_is_still_judged():
@@ -175,6 +178,7 @@ def test_an_argument_written_the_same_by_every_call_is_still_judged():
         f()
     found = calls.differences("original", original, _compare, lambda: {}, None)
     assert set(found) == {"candidate"} and found["candidate"][0].output == "arg[1]"
+    assert not calls.grew
 
 
 def test_rounding_and_unwritten_elements_are_not_differences():
@@ -387,3 +391,28 @@ def test_an_original_whose_runs_wobble_is_judged_as_if_it_rounded():
     _run(calls, {"original": original, "atomic": lambda: x * 2 * 1.001})
     assert calls.differences("original", original, _compare, lambda: {}, None,
                              rounding=lambda name: False) == {}
+
+
+# adds sin(x) into an fp16 accumulator it is given: every timed call moves it, and the worker
+# says the timed-call check stood down there
+ADDS_INTO = '''
+def sin_triton(x, acc):
+    out = torch.empty_like(x)
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
+    acc.add_(out.to(acc.dtype))
+    return acc
+'''
+
+
+def test_the_worker_notes_where_the_timed_call_check_stood_down(tmp_path):
+    spec = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\n'
+            'args = [{ tensor = [300] }, { tensor = [300], dtype = "float16" }]\n'
+            '[[case]]\nid = "p"\nrole = "performance"\n'
+            'args = [{ tensor = [400] }, { tensor = [400], dtype = "float16" }]\n')
+    source = EXAMPLE.read_text().split("\ndef sin_triton")[0] + ADDS_INTO
+    evaluation = time_wrappers(tmp_path, source, spec, "sin_triton", {"same": ADDS_INTO},
+                               name="adds_into")
+    assert evaluation.result("same").status is Status.OK, evaluation.result("same")
+    assert any(n.startswith("timed-call check not judged on p") for n in evaluation.notes), \
+        evaluation.notes

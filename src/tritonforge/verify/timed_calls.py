@@ -93,6 +93,7 @@ class TimedCalls:
     limit_bytes: float = field(default_factory=_limit_bytes)
     args: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
     pristine: dict[str, torch.Tensor] = field(default_factory=dict)
+    grew: bool = False       # the last ``differences`` stood down: the original grew in the loop
 
     def keeping(self, name: str, fn: Callable[[], Any],
                 arguments: dict[str, torch.Tensor] | None = None,
@@ -158,6 +159,7 @@ class TimedCalls:
                 written[p] = (kept, mask)
         if self._grew_in_the_loop(ref, before, ref_args, call_reference, compare, sync,
                                   replay_steps):
+            self.grew = True
             return {}
         masks: dict[str, torch.Tensor] | None = None
         found = {}
@@ -220,6 +222,7 @@ class TimedCalls:
         self.too_big.clear()
         self.args.clear()
         self.pristine = {}
+        self.grew = False
 
 
 __all__ = ["KEEP_SHARE_OF_DEVICE", "TimedCalls"]
