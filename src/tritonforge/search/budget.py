@@ -157,10 +157,10 @@ class AutotuneCost:
     that pass ended "time budget spent" with one verified candidate."""
 
     keys: Mapping[str, int] | None = None
-    original_autotuned: frozenset[str] = frozenset()
-    # kernel -> the original's autotune key: a candidate keyed on more names (``autotune_blocks``
-    # adds the sizes a key leaves out) tunes on keys the original's run never saw, a key per
-    # performance case at worst (chunk_cumsum_kernel's key=[] tuned once; keyed on T, once a case)
+    # every kernel the original autotunes -> its autotune key: a candidate keyed on more names
+    # (``autotune_blocks`` adds the sizes a key leaves out) tunes on keys the original's run never
+    # saw, a key per performance case at worst (chunk_cumsum_kernel's key=[] tuned once; keyed on
+    # T, once a case)
     original_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def seconds(self, source: str, perf_cases: int, new_cases: int = 0) -> float:
@@ -180,8 +180,8 @@ class AutotuneCost:
                 continue
             configs = len(k.autotune.configs) if k.autotune.configs_extendable \
                 else len(_CONFIG.findall(source))
-            if k.name not in self.original_autotuned or \
-                    set(k.autotune.key) - set(self.original_keys.get(k.name, k.autotune.key)):
+            if k.name not in self.original_keys or \
+                    set(k.autotune.key) - set(self.original_keys[k.name]):
                 keys = perf_cases
             else:
                 tuned = self.keys.get(k.name, 0)

@@ -401,7 +401,6 @@ class Optimizer:
         except Exception:  # noqa: BLE001 - an odd file: the worst case
             return AutotuneCost()
         return AutotuneCost(tuned_keys(run_notes, MAX_PICKS),
-                            frozenset(k.name for k in autotuned),
                             {k.name: tuple(k.autotune.key) for k in autotuned})
 
     def _hardware(self) -> HardwareInfo:
