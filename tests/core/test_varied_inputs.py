@@ -154,3 +154,81 @@ def test_a_replay_on_restored_inputs_takes_the_same_steps_again():
     x.copy_(pristine)
     varied.replay()
     assert torch.equal(x, stepped) and varied.steps == 40
+
+
+def _int_args():
+    g = torch.Generator().manual_seed(1)
+    return [torch.randint(0, 50, (6, 40), generator=g),               # indices, unsorted rows
+            torch.tensor([0, 4, 9, 15, 22]),                           # offsets: sorted, kept
+            torch.tensor([[3, -1, 7, -1, 2, 5, -1, 8]]).t(),          # one column, -1 padding
+            3]
+
+
+def test_integer_only_inputs_are_varied_by_swaps_that_keep_each_rows_values():
+    """Where no floating-point tensor can be halved, an integer tensor's step swaps an inverted
+    pair of non-negative elements of one row: every value stays one the row held (an index in
+    bounds stays in bounds), no state comes back, and a sorted tensor (offsets) and the -1
+    padding never move."""
+    args = _int_args()
+    before = [a.clone() for a in args[:3]]
+    v = VariedInputs(args)
+    assert [t is a for t, a in zip(v.tensors, (args[0], args[2]))] == [True, True]
+    seen = {_state(v)}
+    for _ in range(30):
+        rows = [t.clone() for t in v.tensors]
+        v.step()
+        for t, r in zip(v.tensors, rows):
+            moved = (t != r).nonzero()
+            # one swap a step; the padded column has three inverted pairs to undo, then none
+            assert moved.shape[0] == 2 or (t is args[2] and moved.shape[0] == 0)
+            assert torch.equal(t.sort(dim=0 if t is args[2] else 1).values,
+                               r.sort(dim=0 if t is args[2] else 1).values)
+        assert _state(v) not in seen                                    # no state comes back
+        seen.add(_state(v))
+    assert torch.equal(args[1], before[1])                              # offsets untouched
+    assert torch.equal(args[2] < 0, before[2] < 0)                      # padding where it was
+    assert args[2][args[2] >= 0].tolist() == [2, 3, 5, 7, 8]
+    assert torch.equal(args[0].sort(dim=1).values, before[0].sort(dim=1).values)
+
+
+def test_integers_stay_untouched_beside_a_float_and_sorted_or_constant_ones_always():
+    assert VariedInputs([torch.arange(3), 1.0]).tensors == []
+    assert VariedInputs([torch.arange(10).flip(0), torch.zeros(4, 4, dtype=torch.int32)]).tensors == []
+    ints = torch.randint(0, 9, (5, 5))
+    assert VariedInputs([ints, torch.randn(3)]).tensors[0].is_floating_point()
+
+
+def test_copies_of_integer_inputs_take_the_same_steps_and_replay_them():
+    a, b = _int_args(), _int_args()
+    va, vb = VariedInputs(a), VariedInputs(b)
+    for _ in range(9):
+        va.step()
+        vb.step()
+        assert all(torch.equal(x, y) for x, y in zip(va.tensors, vb.tensors))
+    stepped = a[0].clone()
+    a[0].copy_(_int_args()[0])
+    a[2].copy_(_int_args()[2])
+    va.replay()
+    assert torch.equal(a[0], stepped)
+
+
+def test_the_timers_turns_give_a_memo_on_integer_inputs_no_hit(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    x = torch.randint(0, 1000, (16, 16))
+    y = x.clone()
+    memo = Memo(x)
+    fns = {"original": (lambda: y * 2), "memo": lambda: _int_memo(memo)}
+    vary = {"original": VariedInputs([y]).step, "memo": VariedInputs([x]).step}
+    timing._time_events_turns(fns, ["original", "memo"], 40, lambda: None, vary=vary)
+    assert memo.hits == 0
+    assert torch.equal(x, y)
+
+
+def _int_memo(memo: Memo):
+    key = memo.x.numpy().tobytes()
+    if key in memo.cache:
+        memo.hits += 1
+        return memo.cache[key].clone()
+    memo.cache[key] = memo.x * 2
+    return memo.cache[key].clone()
