@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tritonforge.config import Settings
 from tritonforge.model import DeviceInfo, Evaluation, Failure, Status, VariantResult
-from tritonforge.runtime.evaluator import CUT_MARGIN_S, Evaluator, original_variant
+from tritonforge.runtime.evaluator import (CUT_MARGIN_S, TIMING_END_MARGIN_S, Evaluator,
+                                           original_variant)
 from tritonforge.store import RunStore
 from tritonforge.tasks.loader import task_from_file
 
@@ -23,6 +24,7 @@ class _Worker:
 
     def evaluate(self, request, deadline=None):
         self.deadlines.append(deadline)
+        self.requests = getattr(self, "requests", []) + [request]
         self.cut = self.cut_next
         status = Status.SKIPPED if self.cut else Status.OK
         results = tuple(VariantResult(v.name, v.hash, status,
@@ -56,6 +58,27 @@ def test_the_deadline_is_the_cap_less_a_margin(tmp_path):
     ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
     (deadline,) = ev.worker.deadlines
     assert before + 30.0 - CUT_MARGIN_S - 1 < deadline <= time.monotonic() + 30.0 - CUT_MARGIN_S
+
+
+def test_a_timed_request_is_told_to_end_its_timing_ahead_of_the_kill(tmp_path):
+    """A timed request carries ``end_by`` (its cases' rounds past the minimum stop at their share
+    of what is left: runtime.worker_evaluate.case_plan); an untimed one, or one with no cap,
+    none."""
+    ev, _ = _evaluator(tmp_path, cut=False)
+    task = task_from_file(EXAMPLE)
+    ev.evaluate(task, (original_variant(task),), purpose="time", verify=False, time=True)
+    ev.time_left = lambda: 30.0
+    ev.evaluate(task, (original_variant(task),), purpose="verify", verify=False, time=False)
+    ev.evaluate(task, (original_variant(task),), purpose="time", verify=False, time=True,
+                use_store=False)
+    before = time.monotonic()
+    ev.evaluate(task, (original_variant(task),), purpose="time", verify=False, time=True,
+                use_store=False, end_within_s=10.0)
+    no_cap, untimed, timed, within = ev.worker.requests
+    assert no_cap.end_by is None and untimed.end_by is None
+    assert timed.end_by == ev.worker.deadlines[2] - TIMING_END_MARGIN_S
+    # ``end_within_s`` (a search round's room) bounds it sooner than the cap does
+    assert before + 10.0 <= within.end_by <= time.monotonic() + 10.0
 
 
 def test_a_request_with_no_time_left_is_never_sent(tmp_path):

@@ -151,3 +151,27 @@ def test_the_baseline_times_the_original_in_fewer_rounds_than_the_search(monkeyp
     result, notes = opt._baseline(task, original, PhaseClock(), [])
     assert sent and sent[0]["purpose"] == "baseline" and sent[0]["plan"] == base
     assert result.variant == "original" and notes == ("autotune pick original: k (8,) -> num_warps=4",)
+
+
+def test_rounds_past_the_minimum_stop_once_the_cases_share_of_the_time_left_is_spent(monkeypatch):
+    """``stop_after_s``: a request that should end soon (``EvaluateRequest.end_by``) times each
+    case on its minimum rounds rather than being killed at the record's cap."""
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "a": 1.0})
+    clock = iter(float(s) for s in range(1000))          # one second passes per reading
+    monkeypatch.setattr(timing.time, "monotonic", lambda: next(clock))
+    plan = TimingPlan(rounds=10, round_ms=0.5, case_budget_ms=None, min_rounds=3, stop_after_s=0.5)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert {len(v) for v in samples.values()} == {3}           # the minimum, never fewer
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=3,
+                                                       case_budget_ms=None, stop_after_s=1e6))
+    assert {len(v) for v in samples.values()} == {10}
+
+
+def test_each_case_gets_an_even_share_of_the_time_left_before_the_requests_end(monkeypatch):
+    from tritonforge.runtime import worker_evaluate
+    monkeypatch.setattr(worker_evaluate.time, "monotonic", lambda: 100.0)
+    plan = TimingPlan()
+    assert worker_evaluate.case_plan(plan, None, 4) is plan
+    assert worker_evaluate.case_plan(plan, 120.0, 4).stop_after_s == 5.0
+    assert worker_evaluate.case_plan(plan, 90.0, 4).stop_after_s == 0.0    # late: the minimum
+    assert worker_evaluate.case_plan(plan, 120.0, 4).rounds == plan.rounds

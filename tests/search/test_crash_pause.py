@@ -73,7 +73,7 @@ class CrashingStages:
     def _repair_failed(self, *a):
         return []
 
-    def _time(self, task, incumbent, cands, case_ids):
+    def _time(self, task, incumbent, cands, case_ids, end_within_s=None):
         results = {"incumbent": _timed("incumbent", incumbent.hash, 1.0)}
         results.update({f"c{i}": _timed(f"c{i}", c.hash, 0.5) for i, c in enumerate(cands)})
         return SimpleNamespace(result=results.__getitem__)

@@ -62,8 +62,9 @@ class FakeStages:
     def _repair_failed(self, *a):
         return []
 
-    def _time(self, task, incumbent, cands, case_ids):
+    def _time(self, task, incumbent, cands, case_ids, end_within_s=None):
         self.timed.append([c.hash for c in cands])
+        self.end_within = getattr(self, "end_within", []) + [end_within_s]
         results = {"incumbent": _timed("incumbent", incumbent.hash, self.incumbent_ms)}
         results.update({f"c{i}": _timed(f"c{i}", c.hash, self.ms[c.hash]) for i, c in enumerate(cands)})
         return SimpleNamespace(result=results.__getitem__)
@@ -150,9 +151,9 @@ def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
     clock = [0.0]
 
     class Slow(FakeStages):
-        def _time(self, *a):
+        def _time(self, *a, **kw):
             clock[0] += 40.0                    # each round's timing: 40 s on the fake clock
-            return super()._time(*a)
+            return super()._time(*a, **kw)
 
     stages = Slow({r: [(f"x = {r}\n", 1.0 / (r + 1))] for r in range(1, 9)})
     opt = Optimizer.__new__(Optimizer)
@@ -314,10 +315,13 @@ def test_a_round_times_only_the_verified_candidates_that_leave_the_final_check_r
     assert len(stages.timed) == 1 and len(stages.timed[0]) == 2
     assert any("3 verified candidate(s) not timed" in n for n in out.state.notes)
     assert out.state.incumbent.source == "x = 1\n"          # the faster of the two timed
-    # without a budget every verified candidate is timed
+    # the timing request itself is told to end within that room (on fewer samples where the
+    # estimate fell short: runtime.worker_evaluate.case_plan)
+    assert stages.end_within == [25.0]
+    # without a budget every verified candidate is timed, with no bound on its end
     stages = FakeStages({1: [(f"x = {i}\n", 0.5) for i in range(1, 6)]})
     run_round(_state(), _env(stages))
-    assert len(stages.timed[0]) == 5
+    assert len(stages.timed[0]) == 5 and stages.end_within == [None]
 
 
 def test_a_later_round_times_what_leaves_the_final_check_room_before_the_budget():
@@ -470,3 +474,38 @@ def test_a_search_out_of_patience_early_runs_one_more_config_round():
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.spare_round
     stages, state, stop = run(10.0, None)
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds"
+
+
+def test_a_round_whose_incumbent_crashed_on_its_first_timed_case_times_again_without_it():
+    """The incumbent failed while timed before any case was timed (the crash broke the worker):
+    the round times again on the other search cases, so its candidates are judged there."""
+    from tritonforge.model import Failure
+
+    class CrashFirst(FakeStages):
+        def _time(self, task, incumbent, cands, case_ids, end_within_s=None):
+            self.case_ids = getattr(self, "case_ids", []) + [case_ids]
+            if "q" in case_ids:
+                crash = Failure(Status.CRASH, "illegal memory access", case_id="q", seed=0)
+                results = {"incumbent": VariantResult("incumbent", incumbent.hash, Status.CRASH,
+                                                      case_failures=(crash,))}
+                results.update({f"c{i}": VariantResult(f"c{i}", c.hash, Status.OK)
+                                for i, c in enumerate(cands)})
+                self.timed.append([c.hash for c in cands])
+                return SimpleNamespace(result=results.__getitem__)
+            return super()._time(task, incumbent, cands, case_ids, end_within_s)
+
+    stages = CrashFirst({1: [("x = 1\n", 0.5)]})
+    out = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("q", "p"), (("c",), ("p",))),
+                    _env(stages))
+    assert stages.case_ids == [("q", "p"), ("p",)]
+    assert out.state.incumbent.source == "x = 1\n"          # judged on p: 2x faster
+    assert any("timed again without case(s) q" in n for n in out.state.notes)
+    assert out.state.search_ids == ("p",)
+    # no room for it: the round judges nothing, as before
+    stages = CrashFirst({1: [("x = 1\n", 0.5)]})
+    env = _env(stages)
+    env.estimate = SimpleNamespace(observe=lambda *a: None, seconds=lambda ids: 10.0,
+                                   timing_s=lambda ids, variants: 10.0 * variants)
+    env.timing_room_s = lambda: 15.0
+    out = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("q", "p"), (("c",), ("p",))), env)
+    assert stages.case_ids == [("q", "p")] and out.state.incumbent is ORIGINAL

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 # a request is killed this many seconds before its record's cap, leaving the record time to end
 # (the worker killed, the results written) by the cap itself
 CUT_MARGIN_S = 3.0
+# a timed request's cases aim to end this long before it would be killed: what follows the
+# timing (the check of the bare call after it, 0.3-3.3 s on an H100; the results' way back)
+TIMING_END_MARGIN_S = 5.0
 # The verifier's fresh seeds (the first bare calls', the recheck's, the probe's) come from one
 # nonce, drawn here once per driver process and sent with every request, so that all of a run's
 # workers use the same seeds: a TritonBench-G performance script builds every size's inputs for a
@@ -119,6 +122,17 @@ class PrestartedEvaluators:
             evaluator.close()
 
 
+def _end_by(deadline: float | None, end_within_s: float | None) -> float | None:
+    """When a timed request sent now should end its timing (``monotonic()``; None: no bound):
+    ``TIMING_END_MARGIN_S`` before its kill, and within ``end_within_s`` of now."""
+    ends = []
+    if deadline is not None:
+        ends.append(deadline - TIMING_END_MARGIN_S)
+    if end_within_s is not None and end_within_s != float("inf"):
+        ends.append(monotonic() + max(end_within_s, 0.0))
+    return min(ends) if ends else None
+
+
 def original_variant(task: Task) -> Variant:
     return Variant("original", task.source, task.source_hash)
 
@@ -172,9 +186,14 @@ class Evaluator:
                  case_ids: tuple[str, ...] | None = None, verify: bool = True,
                  time: bool = True, keep_going: bool = False, run_cases: bool = True,
                  plan: TimingPlan | None = None, use_store: bool = True,
-                 first_calls: bool = True, second_pass: bool = True) -> Evaluation:
+                 first_calls: bool = True, second_pass: bool = True,
+                 end_within_s: float | None = None) -> Evaluation:
         """``variants`` (the original first) evaluated in the worker; ``first_calls`` and
-        ``second_pass``: which whole-candidate checks a verification makes (``EvaluateRequest``)."""
+        ``second_pass``: which whole-candidate checks a verification makes (``EvaluateRequest``).
+        A timed request's timing aims to end ``TIMING_END_MARGIN_S`` before the record's cap
+        would kill it, and within ``end_within_s`` of being sent where that is given (the room
+        a search round's timing leaves the final check): past the plan's minimum rounds, on
+        fewer samples (``EvaluateRequest.end_by``)."""
         request = EvaluateRequest(task, variants, case_ids, verify, time,
                                   plan or timing_plan(self.settings), run_cases, keep_going,
                                   first_calls=first_calls, second_pass=second_pass,
@@ -208,6 +227,9 @@ class Evaluator:
             elif deadline is not None and deadline <= monotonic():
                 evaluation, cut = self._unsent(request), True      # no time: never started
             else:
+                end_by = _end_by(deadline, end_within_s) if request.time else None
+                if end_by is not None:
+                    request = dataclasses.replace(request, end_by=end_by)
                 evaluation = self.worker.evaluate(request, deadline)
                 cut = self.worker.cut
         evaluation = self._merge_rejections(task, variants, evaluation, rejected)

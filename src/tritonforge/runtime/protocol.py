@@ -45,6 +45,9 @@ class EvaluateRequest:
     compile_threads: int = 1      # compile_only: kernels compiled side by side in this many threads
     nonce: int | None = None      # verify: the run's recheck nonce (runtime.evaluator.RUN_NONCE);
     # None: the worker's own
+    end_by: float | None = None   # time: when (``time.monotonic()``, one clock for the host's
+    # processes) the timing should have ended; each case's rounds past the minimum stop at its
+    # share of what is left (runtime.worker_evaluate). None: the plan alone decides
 
 
 @dataclass(frozen=True)

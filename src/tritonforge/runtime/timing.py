@@ -55,6 +55,9 @@ class TimingPlan:
     case_budget_ms: float | None = 6000.0
     autotune_rep_ms: float | None = None  # None: @triton.autotune benchmarks each config with
     # Triton's own do_bench; a number: a short one of that many ms (runtime.quick_autotune)
+    stop_after_s: float | None = None  # rounds beyond min_rounds stop once the case has taken
+    # this many wall seconds (warm-up included): the worker's share of a request's end
+    # (``EvaluateRequest.end_by``) for each case left, set per case, never in a request's plan
 
 
 class _Flusher:
@@ -273,6 +276,7 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
     ``vary`` (variant -> a step of ``runtime.varied_inputs.VariedInputs``) changes the inputs
     between the turns of the call-by-call interleave, the timing every candidate gets (a warm-up,
     a variant timed alone, CUDA graphs and block interleaving keep them as they are)."""
+    started = time.monotonic()
     flush = _Flusher(plan.flush_l2, plan.flush_mode)
     pacer = _Pacer(plan.pace and not plan.cuda_graph)
     names = list(fns)
@@ -319,6 +323,8 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
         if r >= plan.min_rounds:
             active = _still_worth_timing(active, samples, plan)
             if plan.case_budget_ms is not None and spent_ms > plan.case_budget_ms:
+                break
+            if plan.stop_after_s is not None and time.monotonic() - started > plan.stop_after_s:
                 break
         order = active[r % len(active):] + active[: r % len(active)]
         if plan.interleave == "call" and not graphs and len(order) > 1:

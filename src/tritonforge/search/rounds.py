@@ -231,6 +231,15 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     return RoundOutcome(state)
 
 
+def _timing_room(env: RoundEnv, round_: int) -> float:
+    """Seconds a round's timing may take and leave the first final check its room: before the
+    cap in round 1, before the budget after it (infinite without a budget)."""
+    room = env.timing_room_s()
+    if round_ > 1:
+        room = min(room, env.timing_room_in_budget_s())
+    return room
+
+
 def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...],
                 round_: int = 1) -> tuple[list[Candidate], list[Candidate]]:
     """(those timed, those left untimed): the longest prefix of ``good`` (in proposal order,
@@ -240,15 +249,38 @@ def _fit_timing(good: list[Candidate], env: RoundEnv, search_ids: tuple[str, ...
     timed 21 after round 1 and reached the 150 s cap with no room left for its final check. A
     later round, which starts with room for part of a round (``BudgetPolicy.start_round``),
     leaves that room before the budget itself: the cap stays the bound of the final check."""
-    room = env.timing_room_s()
-    if round_ > 1:
-        room = min(room, env.timing_room_in_budget_s())
+    room = _timing_room(env, round_)
     if room == float("inf") or len(good) <= 1:
         return good, []
     k = len(good)
     while k > 1 and env.estimate.timing_s(search_ids, 1 + k) > room:
         k -= 1
     return good[:k], good[k:]
+
+
+def _timed_again_without(state: SearchState, env: RoundEnv, good: list[Candidate],
+                         search_ids: tuple[str, ...], lost: set[str], timing, inc, notes: list[str]):
+    """The round's timing once more, on the search cases the incumbent did not fail, where it
+    failed while timed before any case was timed (a crash breaks the worker's context, and no
+    variant is timed after it) and the room allows: else every candidate verified this round
+    is judged on nothing. On an H100 pass (120 s a record, engine 1018ceeea5af, 2026-11-27)
+    attention_kernel's original hit an illegal memory access on perf-15, the first of its search
+    cases, and all 12 candidates of round 1 ended "no timings to compare".
+    Returns (timing, incumbent's result, judged cases, lost cases)."""
+    rest = tuple(i for i in search_ids if i not in lost)
+    room = _timing_room(env, state.round)
+    if not rest or room != float("inf") and env.estimate.timing_s(rest, 1 + len(good)) > room:
+        return timing, inc, (), lost
+    notes.append(f"round {state.round}: timed again without case(s) {', '.join(sorted(lost))}, "
+                 "where the incumbent failed before anything was timed")
+    env.stages.progress(f"{state.task.name}: {notes[-1]}")
+    timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
+    timing = env.stages._time(state.task, state.incumbent, good, rest,
+                              end_within_s=None if room == float("inf") else room)
+    env.estimate.observe(_busy_s(timed_at, timed_blocked), 1 + len(good), rest)
+    inc = timing.result("incumbent")
+    judged, more = incumbent_timed_cases(inc, rest)
+    return timing, inc, judged, lost | more
 
 
 def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
@@ -267,7 +299,11 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     with env.clock.phase("time"):
         env.final_worker_started()
         timed_at, timed_blocked = time.perf_counter(), gpu_blocked_s()
-        timing = st._time(state.task, state.incumbent, good, state.search_ids)
+        # the estimate chose how many to time; the request itself ends within the room on
+        # fewer samples where the estimate fell short (runtime.worker_evaluate.case_plan)
+        room = _timing_room(env, round_)
+        timing = st._time(state.task, state.incumbent, good, state.search_ids,
+                          end_within_s=None if room == float("inf") else room)
         env.estimate.observe(_busy_s(timed_at, timed_blocked), 1 + len(good), state.search_ids)
     inc = timing.result("incumbent")
     patience, sliver_cut, search_ids = state.patience, state.sliver_cut, state.search_ids
@@ -277,6 +313,9 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
         notes.append(retimed)
         st.progress(f"{state.task.name}: {retimed}")
     judged_ids, lost = incumbent_timed_cases(inc, search_ids)
+    if lost and not judged_ids:
+        timing, inc, judged_ids, lost = _timed_again_without(state, env, good, search_ids, lost,
+                                                             timing, inc, notes)
     if lost:
         search_ids = tuple(i for i in search_ids if i not in lost) or search_ids
         notes.append(f"case(s) {', '.join(sorted(lost))} left out of the search's timing: the "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -149,15 +150,22 @@ class RoundStages:
         return evaluation.result("candidate")
 
     def _time(self, task: Task, incumbent: Candidate, cands: list[Candidate],
-              case_ids: tuple[str, ...]) -> Evaluation:
+              case_ids: tuple[str, ...], end_within_s: float | None = None) -> Evaluation:
         """Time the incumbent and ``cands`` together. A candidate that kills the worker (a crash,
         a hang, host memory) leaves the others "not evaluated": they are timed again without it,
         up to ``TIME_RETRIES`` times (one candidate's out-of-memory kill left a whole round of
-        destindex_copy unjudged, H100 2026-11-23). The incumbent killing it ends the retries."""
+        destindex_copy unjudged, H100 2026-11-23). The incumbent killing it ends the retries.
+        ``end_within_s``: the seconds the timing should end within (the room it leaves the final
+        check; ``Evaluator.evaluate``), each retry within what is left of it."""
+        started = time.monotonic()
+
+        def within() -> float | None:
+            return None if end_within_s is None else end_within_s - (time.monotonic() - started)
         variants = (_variant(incumbent, "incumbent"),) + tuple(
             _variant(c, f"c{i}") for i, c in enumerate(cands))
         evaluation = self.timer.evaluate(task, variants, purpose="time", case_ids=case_ids,
-                                         verify=False, time=True, run_cases=False, keep_going=True)
+                                         verify=False, time=True, run_cases=False, keep_going=True,
+                                         end_within_s=within())
         final: dict[str, VariantResult] = {r.variant: r for r in evaluation.results}
         notes = list(evaluation.notes)
         for _ in range(TIME_RETRIES):
@@ -169,7 +177,8 @@ class RoundStages:
             self.progress(f"{task.name}: timing again without {', '.join(sorted(dead))}, which "
                           f"killed the worker ({len(skipped)} variant(s) not timed)")
             again = self.timer.evaluate(task, tuple(skipped), purpose="time", case_ids=case_ids,
-                                        verify=False, time=True, run_cases=False, keep_going=True)
+                                        verify=False, time=True, run_cases=False, keep_going=True,
+                                        end_within_s=within())
             final.update({r.variant: r for r in again.results})
             notes += again.notes
         if all(final[r.variant] is r for r in evaluation.results):
