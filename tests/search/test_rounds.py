@@ -509,3 +509,15 @@ def test_a_round_whose_incumbent_crashed_on_its_first_timed_case_times_again_wit
     env.timing_room_s = lambda: 15.0
     out = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("q", "p"), (("c",), ("p",))), env)
     assert stages.case_ids == [("q", "p")] and out.state.incumbent is ORIGINAL
+
+
+def test_the_first_verified_time_is_when_a_candidate_passed_ahead_where_one_did():
+    stages = FakeStages({1: [("x = 1\n", 0.5), ("x = 2\n", 0.6)]})
+    env = _env(stages)
+    env.elapsed = lambda: 70.0
+    env.verified_before = {Candidate("x = 2\n", "fake", ORIGINAL.hash, "x = 2").hash: 31.0,
+                           "not-in-this-round": 12.0}
+    out = run_round(_state(), env)
+    assert out.state.first_verified_s == 31.0
+    env.verified_before = {}
+    assert run_round(_state(), env).state.first_verified_s == 70.0

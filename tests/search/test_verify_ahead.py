@@ -79,6 +79,32 @@ def test_round_one_finds_the_candidates_verified_ahead_answered(tmp_path):
     store.close()
 
 
+def test_what_passed_round_ones_only_tier_ahead_is_reported_with_when(tmp_path):
+    """A candidate that passed ahead on round 1's only early tier (``second_pass``) passed all of
+    round 1's verification then: the report says when (the record's first verified candidate is
+    timed from it); one verified on a tier that is not the last is not reported."""
+    import time
+    for last in (True, False):
+        store, sent = RunStore(tmp_path / f"s{last}.sqlite"), []
+        spare = [_evaluator(tmp_path, store, sent, f"w{last}")]
+        ahead = CompileAhead(spare, TASK, ORIGINAL, [Proposes(2)], 2, HardwareInfo("cpu", True))
+        start = time.perf_counter()
+        ahead.start()
+        ahead.verify_from(TASK, ("test", "p0"), second_pass=last)
+        for _ in range(500):
+            if sum(1 for r in sent if r.verify) == 2:
+                break
+            threading.Event().wait(0.01)
+        report = ahead.stop()
+        assert report.tier == ("test", "p0")
+        if last:
+            assert len(report.passed_at) == 2
+            assert all(start <= at <= time.perf_counter() for _, at in report.passed_at)
+        else:
+            assert report.passed_at == ()
+        store.close()
+
+
 def test_a_compiled_candidate_waits_for_the_tier_and_a_stop_ends_the_wait():
     log, seen = [], threading.Event()
 

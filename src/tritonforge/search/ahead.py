@@ -60,6 +60,10 @@ class AheadReport:
     seconds: float
     cut: int = 0          # requests still in flight after STOP_GRACE_S, cut
     verified: int = 0     # first-tier verification requests answered ahead (any outcome)
+    # (candidate hash, time.perf_counter() when it passed): those that passed round 1's only
+    # early tier ahead, so passed all of round 1's verification then
+    passed_at: tuple[tuple[str, float], ...] = ()
+    tier: tuple[str, ...] = ()   # the cases it verified on (round 1's first tier)
 
     def note(self) -> str:
         cut = (f"; {self.cut} request(s) still running when round 1 had waited for the "
@@ -87,6 +91,7 @@ class CompileAhead:
         self._unverified: list[Candidate] = []     # compiled, to verify once the tier is known
         self._tier: tuple[Task, tuple[str, ...], bool] | None = None
         self._proposed = self._compiled = self._verified = 0
+        self._passed_at: dict[str, float] = {}
         self._start = 0.0
 
     def verify_from(self, task: Task, tier: tuple[str, ...], second_pass: bool) -> None:
@@ -149,6 +154,8 @@ class CompileAhead:
                 if got.status is not Status.SKIPPED:     # not cut
                     with self._cond:
                         self._verified += 1
+                        if got.status is Status.OK and second_pass:
+                            self._passed_at.setdefault(cand.hash, time.perf_counter())
                 continue
             try:
                 done = ev.compile_ahead(self.task, (variant(self.original, "original"),
@@ -188,4 +195,6 @@ class CompileAhead:
         for t in self._threads:
             t.join()
         seconds = time.perf_counter() - self._start if self._start else 0.0
-        return AheadReport(self._proposed, self._compiled, seconds, cut, self._verified)
+        return AheadReport(self._proposed, self._compiled, seconds, cut, self._verified,
+                           tuple(self._passed_at.items()),
+                           self._tier[1] if self._tier is not None else ())

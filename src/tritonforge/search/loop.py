@@ -311,10 +311,14 @@ class Optimizer:
         if not waiting:
             state = self._join_late(state, base, clock, wait=True)
         state = self._stop_rules(state, base)
+        verified_before: dict[str, float] = {}
         if ahead is not None:
             report = ahead.stop()
             state = state.noted(report.note())
             self._emit("compile", compiled=report.compiled, message=report.note())
+            early = [t for t in split_deferred(state.task, state.verify_tiers)[0] if t]
+            if early == [report.tier]:      # what passed ahead passed all of round 1's tiers
+                verified_before = {h: at - start for h, at in report.passed_at}
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
                        self.final_check._split_worthy, self._emit, self.settings.search.min_speedup,
                        self.settings.search.patience, self._final_worker_started,
@@ -329,7 +333,8 @@ class Optimizer:
                            self.final_check._fixed_s(original, original, len(perf_ids()))),
                        timing_room_in_budget_s=lambda: budget.timing_room_in_budget_s(
                            self.final_check._expected_s(original),
-                           self.final_check._fixed_s(original, original, len(perf_ids()))))
+                           self.final_check._fixed_s(original, original, len(perf_ids()))),
+                       verified_before=verified_before)
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",
