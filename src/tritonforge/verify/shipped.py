@@ -48,7 +48,7 @@ from .census import Census, op_census
 from .config_variation import GROSS_NORM, GROSS_SHARE, may_round_otherwise, schedule_sensitive
 from .freshness import returned_aliases, returned_tensors
 from .poison import poison_, poison_allocations
-from .runner import MakeInvocation, _seed
+from .runner import MakeInvocation, Run, _seed, run_variant
 from .tree import bitwise_equal, clone_tree, iter_tensors, same_bits, unravel
 
 log = logging.getLogger(__name__)
@@ -374,15 +374,55 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
     ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
     inputs = inputs_of(ref[1])
     cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
-    diffs = bare_diffs(reference, case, seed, make_invocation, device, compare, ref, cand, sync,
-                       may_round_otherwise(reference, candidate))
-    if diffs and rounds_at_other_warps(reference, case, seed, make_invocation, device, compare,
-                                       inputs, sync):
-        diffs = gross_only(diffs)
+    exact: list[bool] = []
+    masks, agrees = original_bare_view(reference, case, seed, make_invocation, device, compare,
+                                       ref, sync, exact)
+    if not agrees:
+        return None          # the original run again differs from itself: it judges nothing
+    diffs = candidate_bare_diffs(ref, cand, masks, compare, rounding=False)
+    if not diffs:
+        return None
+    if may_round_otherwise(reference, candidate) or not all(exact) or \
+            rounds_at_other_warps(reference, case, seed, make_invocation, device, compare,
+                                  inputs, sync, masks):
+        gross = gross_only(diffs)
+        if not gross:
+            return _unlike_itself_watched(candidate, case, seed, make_invocation, device,
+                                          compare, inputs, cand, masks)
+        diffs = gross
+    return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
+            f"from the original's: {diffs[0].output}: {diffs[0].message}")
+
+
+def _unlike_itself_watched(candidate: types.ModuleType, case: Case, seed: int,
+                           make_invocation: MakeInvocation, device: str,
+                           compare: Callable[[Any, Any, str], list[Mismatch]],
+                           inputs: dict[str, torch.Tensor],
+                           cand: tuple[Any, dict[str, torch.Tensor]],
+                           masks: dict[str, torch.Tensor]) -> str | None:
+    """Where a candidate's bare call differs from the original's only as another config's
+    rounding might, it must round the same way when watched: one call of it under every guard
+    (``verify.runner``) on the same inputs, in the same process (an autotuner's pick is the one
+    the bare call used), compared with its bare call at the task's tolerance. A candidate exact
+    under the guards that rounds coarsely only when it finds none (fp16 accumulation on the
+    shipped path) hid inside the gross-difference forgiveness before; an honest candidate's
+    kernels round alike watched or not (the guards change no arithmetic). Why it differs, or
+    None; a guarded call that fails judges nothing here (the guarded checks ran before)."""
+    try:
+        run = run_variant(candidate, case, seed, make_invocation, device, inputs=inputs)
+    except Exception as exc:  # noqa: BLE001 - an invocation that cannot be rebuilt alike
+        run = Run(error=exc)
+    if run.error is not None:
+        log.info("case %s: the candidate's guarded call after timing failed: %s", case.id,
+                 run.error)
+        return None
+    guarded = (run.result, run.args | {f"input {p}": t for p, t in inputs.items()})
+    diffs = candidate_bare_diffs(guarded, cand, masks, compare, rounding=False)
     if not diffs:
         return None
     return (f"watched: after the timing runs, a bare call on case {case.id} seed {seed} differs "
-            f"from the original's: {diffs[0].output}: {diffs[0].message}")
+            f"from its own call under the verifier's guards on the same inputs (not another "
+            f"config's rounding): {diffs[0].output}: {diffs[0].message}")
 
 
 __all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
