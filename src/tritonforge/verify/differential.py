@@ -99,6 +99,9 @@ class VerifyOptions:
     repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
     freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
     original_runs: OriginalRuns | None = None   # the original's runs kept across verifications
+    # told what comes next (a case and seed, the recheck's, the probe): a worker reports it, so
+    # a slow verification shows where its time goes
+    progress: Callable[[str], None] | None = None
 
 
 def uses_dot(module: types.ModuleType) -> bool:
@@ -674,10 +677,14 @@ def verify(
     first_nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
     # (a seed of its own: the recheck and the probe share theirs, and a candidate shown their
     # inputs first would see them "again")
+    step = options.progress or (lambda what: None)
+    if options.first_calls:
+        step("first calls, bare")
     unwatched = v.bare_first(cases, first_nonce, fresh_seed(first_nonce + 1)) \
         if options.first_calls else None
     for case in cases:
         for seed in seeds_for(case):
+            step(f"{case.id} seed {seed}")
             v.check(case, seed, rerun=False)
             if v.stop():
                 return v.finish()
@@ -685,11 +692,13 @@ def verify(
         v.first_pass = v.checked
         seed = fresh_seed(options.nonce)
         for case in reversed(list(cases)):
+            step(f"{case.id} recheck")
             v.check(case, seed, rerun=True)
             if v.stop():
                 break
     if options.shipped_check and not v.stop() and not v.mismatches:
         nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
+        step("bare-call probe")
         v.probe(cases, nonce, fresh_seed(nonce))
     if unwatched and not v.stop() and not v.mismatches:
         v.cheat(CheatKind.WATCHED, unwatched + " (before any guarded call; every guarded call "
