@@ -248,8 +248,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             report(Progress("verify", st.variant.name))
             try:
                 st.verdict = _verify(reference.module, st.module, task, cases, builder, dev, snapshot,
-                                     request, lambda what, name=st.variant.name:
-                                     report(Progress("verify", name, what)))
+                                     request, lambda what, case_id, name=st.variant.name:
+                                     report(Progress(f"verify ({what})", name, case_id)))
             except BaseException as exc:  # noqa: BLE001
                 case_id, seed = getattr(exc, "tritonforge_where", (None, None))
                 st.failure, broken = classify_exception(exc, case_id=case_id, seed=seed)
@@ -476,7 +476,8 @@ def _integrity_snapshot() -> Any:
 
 def _verify(ref_module: Any, cand_module: Any, task: Any, cases: list[Case],
             builder: InvocationBuilder, dev: str, snapshot: Any,
-            request: EvaluateRequest, progress: Callable[[str], None] | None = None) -> Any:
+            request: EvaluateRequest,
+            progress: Callable[[str, str | None], None] | None = None) -> Any:
     options = VerifyOptions(baseline=snapshot, nonce=_nonce(request),
                             first_calls=request.first_calls, recheck=request.second_pass,
                             shipped_check=request.second_pass, original_runs=ORIGINAL_RUNS,

@@ -99,9 +99,10 @@ class VerifyOptions:
     repeat_runs: int | None = None        # identical probe runs; None: 2 on a GPU, 0 on the CPU
     freshness: bool = True                # aliasing, subclasses, module state (verify.freshness)
     original_runs: OriginalRuns | None = None   # the original's runs kept across verifications
-    # told what comes next (a case and seed, the recheck's, the probe): a worker reports it, so
-    # a slow verification shows where its time goes
-    progress: Callable[[str], None] | None = None
+    # told what comes next, (step, case id or None): "first calls", "seed S" of a case, the
+    # "recheck" of a case, the "probe": a worker reports it, so a slow verification shows where
+    # its time goes, and a worker that dies names the case it died on
+    progress: Callable[[str, str | None], None] | None = None
 
 
 def uses_dot(module: types.ModuleType) -> bool:
@@ -677,14 +678,14 @@ def verify(
     first_nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
     # (a seed of its own: the recheck and the probe share theirs, and a candidate shown their
     # inputs first would see them "again")
-    step = options.progress or (lambda what: None)
+    step = options.progress or (lambda what, case_id: None)
     if options.first_calls:
-        step("first calls, bare")
+        step("first calls", None)
     unwatched = v.bare_first(cases, first_nonce, fresh_seed(first_nonce + 1)) \
         if options.first_calls else None
     for case in cases:
         for seed in seeds_for(case):
-            step(f"{case.id} seed {seed}")
+            step(f"seed {seed}", case.id)
             v.check(case, seed, rerun=False)
             if v.stop():
                 return v.finish()
@@ -692,13 +693,13 @@ def verify(
         v.first_pass = v.checked
         seed = fresh_seed(options.nonce)
         for case in reversed(list(cases)):
-            step(f"{case.id} recheck")
+            step("recheck", case.id)
             v.check(case, seed, rerun=True)
             if v.stop():
                 break
     if options.shipped_check and not v.stop() and not v.mismatches:
         nonce = options.nonce if options.nonce is not None else secrets.randbits(30)
-        step("bare-call probe")
+        step("probe", None)
         v.probe(cases, nonce, fresh_seed(nonce))
     if unwatched and not v.stop() and not v.mismatches:
         v.cheat(CheatKind.WATCHED, unwatched + " (before any guarded call; every guarded call "
