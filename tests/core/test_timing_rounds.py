@@ -175,3 +175,18 @@ def test_each_case_gets_an_even_share_of_the_time_left_before_the_requests_end(m
     assert worker_evaluate.case_plan(plan, 120.0, 4).stop_after_s == 5.0
     assert worker_evaluate.case_plan(plan, 90.0, 4).stop_after_s == 0.0    # late: the minimum
     assert worker_evaluate.case_plan(plan, 120.0, 4).rounds == plan.rounds
+
+
+def test_rounds_past_the_minimum_stop_once_the_case_took_its_budget_in_wall_time(monkeypatch):
+    """A 5 us call barely counts against the GPU budget (``case_budget_ms``) while its flushes and
+    launches take the wall clock: past the minimum rounds, the case stops at 1.5x its budget in
+    wall time as well."""
+    fns, calls = _stub(monkeypatch, {"inc": 0.5, "a": 0.5})  # 1 ms of GPU time a round
+    clock = iter(float(s) for s in range(1000))          # one second passes per reading
+    monkeypatch.setattr(timing.time, "monotonic", lambda: next(clock))
+    plan = TimingPlan(rounds=10, round_ms=0.5, min_rounds=3, case_budget_ms=500.0)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert {len(v) for v in samples.values()} == {3}           # 1 s past 1.5 x 0.5 s: the minimum
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=3,
+                                                       case_budget_ms=1e6))
+    assert {len(v) for v in samples.values()} == {10}
