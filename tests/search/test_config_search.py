@@ -312,3 +312,31 @@ def test_a_kernel_sized_by_its_heuristics_gets_scaled_configs(tmp_path, load):
     assert later and not {c.description for c in later} & {c.description for c in first}
     # BLOCK 5 choices x num_warps 3, the heuristics as written excluded
     assert len(first) + len(later) == 14
+
+
+def test_kernels_the_profile_never_saw_launched_wait_until_those_it_saw_are_spent(tmp_path):
+    """A backward kernel the forward entry never launches gets no config while the launched one
+    still has some (served in the same turns, it took half of a round)."""
+    from tritonforge.model import KernelProfile, Profile
+
+    src = cs_samples.HEURISTIC
+    backward = src.split("@triton.heuristics")[1].split("\ndef affine")[0]
+    src += ("\n\n@triton.heuristics" + backward.replace("def scale_shift", "def scale_shift_bwd")
+            + "\n\ndef affine_bwd(x, scale=0.5):\n    y = torch.empty_like(x)\n"
+            "    n = x.numel()\n    scale_shift_bwd[lambda meta: (triton.cdiv(n, meta[\"BLOCK\"]),)]"
+            "(x, y, n, scale)\n    return y\n")
+    task = _task(tmp_path, "HEURISTIC", source=src)
+    profile = Profile("HEURISTIC", "p", "ncu", kernels=(KernelProfile("scale_shift", ()),))
+
+    def kernels(cands):
+        return {c.description.rsplit("(", 1)[1].rstrip(")") for c in cands}
+    seen = ConfigSearchProposer().propose(dataclasses.replace(_context(task, src, budget=6),
+                                                              profile=profile))
+    assert len(seen) == 6 and kernels(seen) == {"scale_shift"}
+    # without a profile both are served in turn
+    both = ConfigSearchProposer().propose(_context(task, src, budget=6))
+    assert kernels(both) == {"scale_shift", "scale_shift_bwd"}
+    # once the launched kernel's configs are spent, the other's fill the round
+    rest = ConfigSearchProposer().propose(dataclasses.replace(_context(task, src, budget=20),
+                                                              profile=profile))
+    assert [c.description.endswith("(scale_shift_bwd)") for c in rest].index(True) == 14

@@ -180,7 +180,8 @@ class ConfigSearchProposer:
         return sorted(out, key=lambda r: -r.score)
 
     # -------------------------------------------------------------- proposing
-    def _site_lists(self, context: ProposalContext) -> list[tuple[SiteSpace, list[RankedConfig]]]:
+    def _site_lists(self, context: ProposalContext
+                    ) -> list[tuple[SiteSpace, list[RankedConfig], bool]]:
         source = context.incumbent.source
         analysis = analyze_source(source)
         tree = ast.parse(source)
@@ -207,7 +208,7 @@ class ConfigSearchProposer:
             lists.append((space, self._rerank(ranked, good, bad),
                           bool(profiled) and space.kernel not in profiled))
         lists.sort(key=lambda x: x[2])        # sites of kernels the profile saw first (stable)
-        return [(space, ranked) for space, ranked, _ in lists]
+        return lists
 
     def _pick(self, ranked: list[RankedConfig], n: int) -> list[RankedConfig]:
         """The best ``n``, at most ``per_tile`` per tile combination unless too few remain."""
@@ -229,10 +230,10 @@ class ConfigSearchProposer:
         ``context.budget`` (up to ``max_per_round`` a call), none proposed before."""
         return self._configs(context, 1.0)
 
-    def _scaled_lists(self, context: ProposalContext) -> list[list[ScaledConfig]]:
+    def _scaled_lists(self, context: ProposalContext) -> list[tuple[bool, list[ScaledConfig]]]:
         """Per heuristics-sized kernel and per launch with a computed num_warps
-        (``search.scaled_configs``), its configs not proposed before, nearest first; those of
-        kernels the profile saw first."""
+        (``search.scaled_configs``), (whether the profile did not see the kernel launched, its
+        configs not proposed before, nearest first); those of kernels the profile saw first."""
         analysis = analyze_source(context.incumbent.source)
         profiled = profiled_kernels(context.profile)
         lists = []
@@ -241,7 +242,7 @@ class ConfigSearchProposer:
             if configs:
                 lists.append((bool(profiled) and kernel not in profiled, configs))
         lists.sort(key=lambda x: x[0])
-        return [configs for _, configs in lists]
+        return lists
 
     def _configs(self, context: ProposalContext, share: float) -> list[Candidate]:
         budget = min(math.ceil(context.budget * share), self.max_per_round)
@@ -252,25 +253,33 @@ class ConfigSearchProposer:
         if not sites and not scaled:
             return []
         self._memo = {}
-        # one lane per launch site and per list of scaled configs, served in turn
-        lanes: list[list[tuple[SiteSpace | None, RankedConfig | ScaledConfig]]] = [
-            [(space, r) for r in self._pick(ranked, budget)] for space, ranked in sites]
-        lanes += [[(None, c) for c in configs[:budget]] for configs in scaled]
+        # one lane per launch site and per list of scaled configs, served in turn; the lanes of
+        # kernels the profile never saw launched only once those it saw are spent: served in the
+        # same turns, they took half of ksoftmax_triton's round for its backward kernel, which its
+        # forward entry never launches (H100 pass, 2026-11-27)
+        Lane = list[tuple[SiteSpace | None, RankedConfig | ScaledConfig]]
+        hot: list[Lane] = []
+        cold: list[Lane] = []
+        for space, ranked, unseen in sites:
+            (cold if unseen else hot).append([(space, r) for r in self._pick(ranked, budget)])
+        for unseen, configs in scaled:
+            (cold if unseen else hot).append([(None, c) for c in configs[:budget]])
         tried = {h.candidate for h in context.history} | {context.incumbent.hash}
         out: list[Candidate] = []
         source = context.incumbent.source
-        depth = 0
-        while len(out) < budget and any(depth < len(lane) for lane in lanes):
-            for lane in lanes:
-                if depth >= len(lane) or len(out) >= budget:
-                    continue
-                space, r = lane[depth]
-                cand = self._candidate(source, r, space, context) if space is not None \
-                    else self._scaled_candidate(source, r, context)
-                if cand is not None and cand.hash not in tried:
-                    tried.add(cand.hash)
-                    out.append(cand)
-            depth += 1
+        for lanes in (hot, cold):
+            depth = 0
+            while len(out) < budget and any(depth < len(lane) for lane in lanes):
+                for lane in lanes:
+                    if depth >= len(lane) or len(out) >= budget:
+                        continue
+                    space, r = lane[depth]
+                    cand = self._candidate(source, r, space, context) if space is not None \
+                        else self._scaled_candidate(source, r, context)
+                    if cand is not None and cand.hash not in tried:
+                        tried.add(cand.hash)
+                        out.append(cand)
+                depth += 1
         return out
 
     def _scaled_candidate(self, source: str, cfg: ScaledConfig,
