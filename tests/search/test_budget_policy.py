@@ -326,3 +326,21 @@ def test_the_search_timing_estimate_follows_the_measured_ratio():
     assert est.timing_s(["p"], 3) == pytest.approx(DEFAULT_RATIO * model)
     est.observe(4.0 * case_timing_ms(1.0, 2, PLAN) / 1000.0, 2, ["p"])   # measured: 4x the model
     assert est.timing_s(["p"], 3) == pytest.approx(4.0 * model)
+
+
+def test_the_final_checks_fixed_part_comes_from_the_baselines_first_runs():
+    """Five times the baseline's first runs plus 2 s, at least 5 s; 15 s where no note says
+    (nine H100 final checks spent 2.8-39x their first runs outside timing, median 5.2)."""
+    from tritonforge.search.budget import (
+        FINAL_FIXED_S, FinalCheckEstimate, final_fixed_s, first_runs_s,
+    )
+    from tritonforge.runtime.timing import TimingPlan
+    note = ("worker seconds (autotune short): import 0.0, first runs (compile, autotune) 2.8, "
+            "verify 0.0, timing 5.9")
+    assert first_runs_s(("another note", note)) == 2.8
+    assert first_runs_s(("no such note",)) is None and first_runs_s(None) is None
+    assert final_fixed_s(2.8) == 16.0
+    assert final_fixed_s(0.1) == 5.0
+    assert final_fixed_s(None) == FINAL_FIXED_S
+    est = FinalCheckEstimate({}, TimingPlan(), TimingPlan(), fixed_s=7.0)
+    assert est.seconds(()) == 7.0

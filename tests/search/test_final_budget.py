@@ -9,6 +9,7 @@ from tritonforge.runtime.evaluator import Evaluator
 from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
 from tritonforge.runtime.timing import TimingPlan
 from tritonforge.search import budget as budget_mod
+from tritonforge.search import loop as loop_mod
 from tritonforge.search.budget import (
     CALL_OVERHEAD_MS, DEFAULT_RATIO, FINAL_FIXED_S, MAX_RATIO, FinalCheckEstimate, case_timing_ms,
 )
@@ -93,6 +94,8 @@ def _run(task, tmp_path, budget_s, fresh=None):
 def test_a_round_the_final_check_would_not_fit_is_not_started(sin_task, tmp_path, monkeypatch):
     # even on its shortest plan (a quarter of its timing) the check would not fit the budget
     monkeypatch.setattr(budget_mod.FinalCheckEstimate, "seconds", lambda self, ids: 30_000.0)
+    # the fixed part as without a baseline note (the record's own depends on the machine)
+    monkeypatch.setattr(loop_mod, "final_fixed_s", lambda first_runs: budget_mod.FINAL_FIXED_S)
     result = _run(sin_task, tmp_path, 5_000.0)
     assert result.rounds == 1 and result.stop_reason == "time budget spent"
     shortest = budget_mod.shortest_check_s(30_000.0, budget_mod.FINAL_FIXED_S)
@@ -122,3 +125,22 @@ def test_the_final_check_gets_a_worker_started_as_the_record_began(sin_task, tmp
         fresh.close()
     assert result.final is not None and result.final.accepted
     assert fresh.prestarted == 1 and not any(e.worker.alive() for e in made)
+
+
+def test_the_final_checks_fixed_part_is_the_records_own(sin_task, tmp_path, monkeypatch):
+    """The loop sizes the final check's fixed part from the baseline run's first runs
+    (``search.budget.final_fixed_s``), for the estimate and the check alike."""
+    seen = []
+    real = loop_mod.final_fixed_s
+    monkeypatch.setattr(loop_mod, "final_fixed_s", lambda first: seen.append(first) or real(first))
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            opt = Optimizer(sin_task, settings, [ev], [EveryRound()], store,
+                            candidates_per_round=1)
+            opt.run(5_000.0)
+        finally:
+            ev.close()
+    assert len(seen) == 1 and seen[0] is not None and seen[0] >= 0.0
+    assert opt.final_check.fixed_base_s == real(seen[0])

@@ -355,8 +355,9 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
 def _varying(fns: dict[str, Callable[[], object]], invocations: dict[str, Any]) -> dict[str, VariedInputs]:
     """Per timed variant, what changes its inputs between timed turns (``runtime.varied_inputs``:
     no variant is timed on a remembered answer); a variant whose arguments hold no tensor that can
-    be varied (floating-point, or integer and unsorted where there is none) has none. Each invocation holds its own copies of the case's inputs, so the steps of
-    one variant never reach another's."""
+    be varied (floating-point, or integer and unsorted where there is none) has none. Each
+    invocation holds its own copies of the case's inputs, so the steps of one variant never
+    reach another's."""
     out = {name: VariedInputs(invocations[name].arguments) for name in fns}
     # a tensor two variants share would take two steps a turn: it is left as it is
     owners: dict[int, int] = {}

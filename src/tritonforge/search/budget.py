@@ -7,7 +7,8 @@ final check, so a whole run's median wall could not come under its per-kernel bu
 starts a round only if that round and this estimate both fit (``search.loop``).
 
 The estimate has two parts:
-- ``FINAL_FIXED_S``: importing both files, their first runs (compile, autotune) and verifying every
+- the fixed part (``final_fixed_s``, from the baseline's first runs; ``FINAL_FIXED_S`` without
+  them): importing both files, their first runs (compile, autotune) and verifying every
   case, in a worker started ahead of need. Measured on four H100s (engine ec0277a5535e,
   2026-11-27), the seven final checks of 16 records spent 4.7-14.3 s (median 5.9 s) in their
   worker outside timing, and about 1 s around it; it was 20 s when the worker's 5-6 s start
@@ -37,6 +38,36 @@ from ..analyze import analyze_source
 from ..runtime.timing import TimingPlan
 
 FINAL_FIXED_S = 15.0
+# The fixed part from the record's own baseline, where its run says how long the original's
+# first runs of every case took (``first_runs_s``): the check runs both variants once a case,
+# then verifies each case on two seeds with the bare-call probe. On four H100s (engine
+# 1018ceeea5af, 2026-11-27) nine final checks spent 1.2-19.4 s outside timing, 2.8-39 times
+# their baseline's first runs (0.1-4.0 s), median 5.2: 15 s reserved 11 s too much for a
+# 3.9 s check and 4.4 s too little for add_example's 19.4 s (2.8 s of first runs).
+FIXED_OVERHEAD_S = 2.0       # the prestarted worker's import and the results' way back
+FIXED_PER_FIRST_RUN = 5.0    # seconds of the check's fixed part per second of first runs
+FIXED_FLOOR_S = 5.0
+_FIRST_RUNS = re.compile(r"first runs \(compile, autotune\) ([0-9.]+)")
+
+
+def first_runs_s(notes: Iterable[str] | None) -> float | None:
+    """Seconds the original's baseline run spent in its first runs of every case (its worker's
+    ``phase_note``); None where no note says."""
+    for note in notes or ():
+        if note.startswith("worker seconds"):
+            m = _FIRST_RUNS.search(note)
+            if m:
+                return float(m.group(1))
+    return None
+
+
+def final_fixed_s(first_runs: float | None) -> float:
+    """The final check's expected seconds outside timing and first-run autotuning:
+    ``FIXED_PER_FIRST_RUN`` times the baseline's first runs, plus ``FIXED_OVERHEAD_S``, at least
+    ``FIXED_FLOOR_S``; ``FINAL_FIXED_S`` where they are not known."""
+    if first_runs is None:
+        return FINAL_FIXED_S
+    return max(FIXED_FLOOR_S, FIXED_OVERHEAD_S + FIXED_PER_FIRST_RUN * first_runs)
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 # What a timed call costs beyond the original's own GPU time (the L2 flush before it, the input
 # variation, the host's launch). Fitted offline to the 34 timing requests (search and final
@@ -73,6 +104,7 @@ class FinalCheckEstimate:
     final_plan: TimingPlan
     measured_s: float = 0.0
     modelled_s: float = 0.0
+    fixed_s: float = FINAL_FIXED_S      # the check outside timing (``final_fixed_s``)
 
     def _model_s(self, case_ids: Iterable[str], variants: int, plan: TimingPlan) -> float:
         return sum(case_timing_ms(self.call_ms.get(cid, float("nan")) + CALL_OVERHEAD_MS,
@@ -101,7 +133,7 @@ class FinalCheckEstimate:
 
     def seconds(self, perf_ids: Iterable[str]) -> float:
         """The final check's expected seconds over the performance cases ``perf_ids``."""
-        return FINAL_FIXED_S + self.ratio * self._model_s(perf_ids, 2, self.final_plan)
+        return self.fixed_s + self.ratio * self._model_s(perf_ids, 2, self.final_plan)
 
 
 # Triton's own autotune benchmark per config per distinct key, in the final check's fresh process:

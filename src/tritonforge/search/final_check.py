@@ -81,6 +81,7 @@ class FinalCheck:
         self.budget, self.estimate_s = budget, estimate_s
         self.final_dropped: set[str] = set()   # cases the original fails alone
         self.checks = 0                        # final checks run (each narrowing counts once)
+        self.fixed_base_s = FINAL_FIXED_S      # outside timing (the loop sets the record's own)
 
     def _expected_s(self, cand: Candidate) -> float:
         """Seconds a final check of ``cand`` is expected to take: the model (``estimate_s``),
@@ -98,7 +99,7 @@ class FinalCheck:
     def _model_s(self, cand: Candidate) -> float:
         """The model's seconds for a check of ``cand`` (``estimate_s``), before any rescaling."""
         estimate = getattr(self, "estimate_s", None)
-        return estimate(cand) if estimate is not None else FINAL_FIXED_S
+        return estimate(cand) if estimate is not None else self._fixed_part()
 
     def _now(self) -> float:
         """The record's clock (the budget's), which the cap is reckoned on."""
@@ -113,6 +114,11 @@ class FinalCheck:
         static = self._model_s(cand)
         if static > 0:
             self.calibration = (wall_s + FRESH_START_S) / static
+
+    def _fixed_part(self) -> float:
+        """The check's seconds outside timing and first-run autotuning: the record's own
+        (``search.budget.final_fixed_s``, set by the loop from the baseline), else the default."""
+        return getattr(self, "fixed_base_s", FINAL_FIXED_S)   # a test double may lack it
 
     def _budget_refuses(self, cand: Candidate, original: Candidate, perf: int) -> str | None:
         """Why a check of ``cand`` would not end by the cap (None: it fits): every check on its
@@ -134,7 +140,7 @@ class FinalCheck:
         autotuning over ``perf`` performance cases (``autotune_cost``, set by the loop from
         what the original's baseline tuned; every config on every case without it)."""
         new = self.new_cases()
-        return (FINAL_FIXED_S + self.autotune_cost.seconds(cand.source, perf, new)
+        return (self._fixed_part() + self.autotune_cost.seconds(cand.source, perf, new)
                 + self.autotune_cost.seconds(original.source, perf, new))
 
     def _plan(self, task: Task, original: Candidate, cand: Candidate):
@@ -366,7 +372,7 @@ class FinalCheck:
             if decision.accepted or self.interpreted or not suspects:
                 break
             budget = getattr(self, "budget", None)
-            room = budget.another_check(FINAL_FIXED_S + self._expected_s(best)) if budget else True
+            room = budget.another_check(self._fixed_part() + self._expected_s(best)) if budget else True
             if not room:
                 # the twin runs and a check again would end past the cap: the rejection stands
                 log.info("%s: final check not narrowed: %s", task.name, room.reason)
@@ -412,7 +418,7 @@ class FinalCheck:
                     or attempt == OOM_RETRIES:
                 break
             budget = getattr(self, "budget", None)
-            room = budget.another_check(FINAL_FIXED_S + self._expected_s(best)) if budget else True
+            room = budget.another_check(self._fixed_part() + self._expected_s(best)) if budget else True
             if not room:
                 break
             self.progress(f"{task.name}: final check ran out of memory; checking again")

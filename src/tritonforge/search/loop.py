@@ -28,7 +28,9 @@ from ..runtime.timing_plan import baseline_plan, final_check_plan, timing_plan
 from ..runtime.worker_client import CUT_REASON
 from ..store import RunStore
 from .arbiter import ArbiterPolicy
-from .budget import AutotuneCost, BudgetPolicy, FinalCheckEstimate, tuned_keys
+from .budget import (
+    AutotuneCost, BudgetPolicy, FinalCheckEstimate, final_fixed_s, first_runs_s, tuned_keys,
+)
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
@@ -275,8 +277,11 @@ class Optimizer:
         search_ids = representative_cases(task, base)
         verify_ids = search_verification_cases(task, base)
         verify_ids += largest_performance_case(task, base, verify_ids)
+        fixed_s = final_fixed_s(first_runs_s(base_notes))
         estimate = FinalCheckEstimate({t.case_id: t.median_ms for t in base.timings},
-                                      timing_plan(self.settings), final_check_plan(self.settings))
+                                      timing_plan(self.settings), final_check_plan(self.settings),
+                                      fixed_s=fixed_s)
+        self.final_check.fixed_base_s = fixed_s
         perf_ids = lambda: tuple(c.id for c in state.task.performance_cases)  # noqa: E731
         cost = self._autotune_cost(original, base_notes)
         base_ids = {c.id for c in task.cases}
