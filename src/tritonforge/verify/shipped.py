@@ -331,20 +331,6 @@ def gross_only(diffs: list[Mismatch]) -> list[Mismatch]:
     return [m for m in diffs if gross(m)]
 
 
-def bare_diffs(reference: types.ModuleType, case: Case, seed: int,
-               make_invocation: MakeInvocation, device: str,
-               compare: Callable[[Any, Any, str], list[Mismatch]],
-               ref: tuple[Any, dict[str, torch.Tensor]], cand: tuple[Any, dict[str, torch.Tensor]],
-               sync: Callable[[], None] | None, rounding: bool = True) -> list[Mismatch]:
-    """How a candidate's bare call differs from the original's (``candidate_bare_diffs``);
-    nothing where the original, run again, differs from itself (``original_bare_view``)."""
-    exact: list[bool] = []
-    masks, agrees = original_bare_view(reference, case, seed, make_invocation, device, compare,
-                                       ref, sync, exact)
-    return candidate_bare_diffs(ref, cand, masks, compare, rounding or not all(exact)) \
-        if agrees else []
-
-
 def rounds_at_other_warps(reference: types.ModuleType, case: Case, seed: int,
                           make_invocation: MakeInvocation, device: str,
                           compare: Callable[[Any, Any, str], list[Mismatch]],
@@ -366,7 +352,8 @@ def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleTyp
                          seed: int, make_invocation: MakeInvocation, device: str,
                          compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
     """After the timer called the candidate many times (bare, as it ships), one more bare call
-    on fresh inputs must still match the original's (``bare_diffs``); None if so, else why
+    on fresh inputs must still match the original's (``candidate_bare_diffs``, nothing where
+    the original run again differs from itself: ``original_bare_view``); None if so, else why
     not."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
     if outside(reference, case, seed, make_invocation, device, sync):
@@ -425,7 +412,7 @@ def _unlike_itself_watched(candidate: types.ModuleType, case: Case, seed: int,
             f"config's rounding): {diffs[0].output}: {diffs[0].message}")
 
 
-__all__ = ["ProbePlan", "ProbeRun", "bare_diffs", "bare_outputs", "compare_probe",
+__all__ = ["ProbePlan", "ProbeRun", "bare_outputs", "compare_probe",
            "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "inputs_of", "masked",
            "original_bare_view", "plan_probe", "rounds_at_other_warps", "run_probe",
            "shipped_after_timing", "unwritten_masks"]
