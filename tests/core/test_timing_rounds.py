@@ -44,6 +44,28 @@ def test_a_variant_far_slower_than_the_reference_is_dropped_after_the_minimum_ro
     assert len(samples["slow"]) == 4                           # dropped after 4 rounds
 
 
+def test_the_screen_stops_a_variant_on_this_case_only_and_keeps_its_samples(monkeypatch):
+    """Past the minimum rounds, a variant 1.2x slower is screened off the case (1.1x screen) and
+    keeps its four rounds; one 1.05x slower stays in the race; the screen does not reach
+    ``far_slower``, which keeps a variant off the next cases."""
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "screened": 1.2, "close": 1.05})
+    plan = TimingPlan(rounds=10, round_ms=0.5, min_rounds=4, case_budget_ms=None, screen_slower=1.1)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert len(samples["screened"]) == 4 and samples["screened"] == [1.2] * 4
+    assert len(samples["inc"]) == len(samples["close"]) == 10
+    assert timing.far_slower(samples, "inc", plan.abandon_slower) == set()
+
+
+def test_the_search_plan_screens_at_twice_the_regression_limit_and_the_final_check_never():
+    from tritonforge.config import Settings
+    from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
+
+    settings = Settings()
+    limit = settings.search.max_case_regression
+    assert timing_plan(settings).screen_slower == 1.0 + 2 * limit
+    assert final_check_plan(settings).screen_slower is None
+
+
 def test_a_hopeless_variant_is_dropped_once_a_few_calls_confirm_its_estimate(monkeypatch):
     fns, calls = _stub(monkeypatch, {"inc": 10.0, "awful": 80.0})
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=5, case_budget_ms=None))

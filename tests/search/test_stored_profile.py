@@ -52,6 +52,17 @@ def test_another_case_or_kind_is_profiled_again(tmp_path, monkeypatch):
         assert len(calls) == 2                            # ncu asked for, only a timing one stored
 
 
+def test_a_fresh_profile_says_where_its_time_went_in_the_records_notes(tmp_path, monkeypatch):
+    said = session.STEP_NOTE + "setup 0.1, ncu 14.0, static compile 3.2"
+    fresh = SimpleNamespace(profile=Profile("t", "perf-05", "ncu", notes=("case perf-05", said)))
+    monkeypatch.setattr(session, "profile_task", lambda *a, **k: fresh)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        opt = _optimizer(tmp_path, store, interpreted=False)
+        notes = []
+        opt._diagnose(ORIGINAL, "perf-05", notes)
+        assert said in notes                               # a stored one spent nothing: no note
+
+
 def test_the_time_outside_the_kernels_is_told_with_its_numbers(tmp_path):
     from tritonforge.model import Hint
 

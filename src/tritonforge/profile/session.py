@@ -274,6 +274,31 @@ def _time_cases(task: Task, settings: Settings, run_dir: Path, store: RunStore,
     return times, failures, evaluation.device
 
 
+STEP_NOTE = "profile seconds: "     # the opening of the note that says where a profile's time went
+
+
+class StepClock:
+    """Seconds per step of one profile, in the order marked: each ``mark`` ends the step before.
+    On an H100 pass (120 s a record, engine 1018ceeea5af, 2026-11-27) the profile took 13-42 s
+    of each record, 20 s at the median, with nothing said of where; the note says it (``note``)."""
+
+    def __init__(self, first: str):
+        self.steps: list[tuple[str, float]] = [(first, time.monotonic())]
+
+    def mark(self, step: str) -> None:
+        self.steps.append((step, time.monotonic()))
+
+    def seconds(self) -> dict[str, float]:
+        ends = [t for _, t in self.steps[1:]] + [time.monotonic()]
+        out: dict[str, float] = {}
+        for (name, began), end in zip(self.steps, ends):
+            out[name] = out.get(name, 0.0) + (end - began)
+        return out
+
+    def note(self) -> str:
+        return STEP_NOTE + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds().items())
+
+
 def profile_task(task: Task, settings: Settings, options: ProfileOptions = ProfileOptions(),
                  progress: Callable[[str], None] = lambda s: None) -> ProfileOutcome:
     """Profile one case of ``task`` (see the module docstring); never raises for a failing kernel."""
@@ -287,6 +312,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
     work = run_dir / "profile" / safe
     work.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
+    steps = StepClock("setup")
     store_path = run_dir / "store.sqlite"
     with RunStore(store_path) as store:
         store.put_task(task)
@@ -337,7 +363,9 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
             if options.use_ncu:
                 progress("running Nsight Compute")
                 names = tuple(k.name for k in analysis.kernels) if analysis else ()
+                steps.mark("ncu lock")
                 with gpu_lock(ncu_lock_mode()):     # ncu's metrics are timings too
+                    steps.mark("ncu")
                     ncu = profile_with_ncu(NcuRequest(
                         python_cmd=("--profile-from-start", "off", *cmd), kernel_names=names,
                         launch_count=MAX_PROFILED_LAUNCHES, timeout_s=options.ncu_timeout_s,
@@ -346,6 +374,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                 notes.append("Nsight Compute was not asked for (--no-ncu)")
         if not capture_path.exists():
             progress("recording the launches")
+            steps.mark("launches")
             with gpu_lock(lock_mode(device == "cuda", timed=False)):
                 problem = _run_child(cmd, _child_env(device, options.perf_inputs_dir),
                                      settings.case_timeout_s + 120)
@@ -364,6 +393,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
 
         # static stats, with the peaks measured meanwhile in a child (GPU only)
         progress(f"compiling {len({x.kernel for x in launches})} kernel(s) for sm_{arch}")
+        steps.mark("static compile")
         with ThreadPoolExecutor(max_workers=1) as pool:
             peaks_job = pool.submit(measure_peaks_isolated) if device == "cuda" else None
             requests, stats_failed = launch_requests(launches, arch)
@@ -372,6 +402,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
         if peaks_problem:
             notes.append(peaks_problem.splitlines()[0][:300])
 
+        steps.mark("roofline")
         measured = ncu.kernels if ncu is not None and ncu.ok else ()
         lpc = capture.launches_per_call if capture is not None and capture.launches else len(measured)
         if time_us is None and measured and all(k.duration_us for k in measured):
@@ -389,6 +420,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                              f"GB/s copy); {work_done.basis}")
         profile = build_profile(task.name, case.id, ncu=ncu, stats=stats, roofline=roofline,
                                 time_us=time_us, launches_per_call=lpc or None)
+        notes.append(steps.note())
         profile = replace(profile, notes=tuple(notes) + profile.notes)
         json_path = Path(options.out) if options.out else run_dir / "profile.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,11 @@ class TimingPlan:
     further: a 5% per-case regression already rejects it, and timing an 8x slower candidate of a
     350 ms case cost 29 s of a 94 s search round (attention_forward_triton, H100, 2026-11-23).
     ``case_budget_ms``: rounds beyond ``min_rounds`` stop once the case has had this much GPU time
-    over all variants; slow cases have low noise and need fewer samples."""
+    over all variants; slow cases have low noise and need fewer samples. ``screen_slower``:
+    within a case only, after ``min_rounds`` rounds a variant whose median is this many times the
+    first variant's is timed no further on that case (its samples stay; None: ``abandon_slower``).
+    It is tighter than ``abandon_slower``, which also keeps a variant off the next cases: a
+    variant slower on one case can still be the faster side of a size split on another."""
 
     rounds: int = 10
     round_ms: float = 25.0        # target time per variant per round
@@ -52,6 +56,7 @@ class TimingPlan:
     max_calls_per_round: int = 200
     min_rounds: int = 4
     abandon_slower: float | None = 1.3
+    screen_slower: float | None = None
     case_budget_ms: float | None = 6000.0
     autotune_rep_ms: float | None = None  # None: @triton.autotune benchmarks each config with
     # Triton's own do_bench; a number: a short one of that many ms (runtime.quick_autotune)
@@ -357,8 +362,10 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
 
 
 def _still_worth_timing(active: list[str], samples: dict[str, list[float]], plan: TimingPlan) -> list[str]:
-    """Drop the variants (never the first, the reference) already far slower than the first."""
-    slow = far_slower({n: samples[n] for n in active}, active[0], plan.abandon_slower)
+    """Drop the variants (never the first, the reference) already slower than the first by the
+    plan's screen (``TimingPlan.screen_slower``, else ``abandon_slower``)."""
+    margin = plan.screen_slower if plan.screen_slower is not None else plan.abandon_slower
+    slow = far_slower({n: samples[n] for n in active}, active[0], margin)
     return [n for n in active if n not in slow]
 
 

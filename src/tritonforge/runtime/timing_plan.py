@@ -10,13 +10,23 @@ from ..config import Settings
 from .timing import TimingPlan
 
 
+SCREEN_REGRESSIONS = 2.0
+
+
 def timing_plan(settings: Settings) -> TimingPlan:
-    """The search's plan, from the settings' timing section."""
+    """The search's plan, from the settings' timing section. Past its minimum rounds a case
+    times on only the variants within ``SCREEN_REGRESSIONS`` times the per-case regression limit
+    of the incumbent (``TimingPlan.screen_slower``: 1.10 with the 5% limit). A variant whose
+    median is 10% slower there after four interleaved rounds is not made faster by six more; the
+    arbiter and the final check reject it for that case whatever its other cases gain, and its
+    four rounds still say where it is slower for a size split. The rounds it would have had go to
+    the variants still in the race, or end the case sooner."""
     t = settings.timing
     return TimingPlan(rounds=t.rounds, round_ms=t.round_ms, warmup_ms=t.warmup_ms,
                       flush_l2=t.flush_l2, flush_mode=t.flush_mode, interleave=t.interleave,
                       pace=t.pace, cuda_graph=t.cuda_graph,
-                      autotune_rep_ms=t.search_autotune_rep_ms or None)
+                      autotune_rep_ms=t.search_autotune_rep_ms or None,
+                      screen_slower=1.0 + SCREEN_REGRESSIONS * settings.search.max_case_regression)
 
 
 def final_check_plan(settings: Settings) -> TimingPlan:
@@ -24,7 +34,8 @@ def final_check_plan(settings: Settings) -> TimingPlan:
     reported, and a variant dropped early there (on one noisy estimate) would lose a real
     speedup. The per-case time budget still bounds slow cases. Autotuned kernels tune with
     Triton's own benchmark there, as in the user's process."""
-    return dataclasses.replace(timing_plan(settings), abandon_slower=None, autotune_rep_ms=None)
+    return dataclasses.replace(timing_plan(settings), abandon_slower=None, screen_slower=None,
+                               autotune_rep_ms=None)
 
 
 BASELINE_ROUNDS = 3
