@@ -42,3 +42,15 @@ def test_a_passing_candidate_and_a_reference_alone_are_timed(tmp_path):
     assert [t.case_id for t in pair.result("original").timings] == ["p"]
     assert [t.case_id for t in pair.result("same").timings] == ["p"]
     assert [t.case_id for t in alone.result("original").timings] == ["p"]
+
+
+def test_a_baseline_says_what_one_run_of_each_case_costs(tmp_path):
+    """``VariantResult.run_s``: each case's one run before any check, the price the search's
+    verification tiers weigh (search.cases.costly_cases); it comes back across the worker
+    boundary."""
+    task = _task(tmp_path)
+    with Evaluator(Settings(device="cpu"), tmp_path / "w", device="cpu") as ev:
+        alone = ev.evaluate(task, (original_variant(task),), purpose="baseline", verify=False,
+                            time=True, use_store=False)
+    runs = dict(alone.result("original").run_s)
+    assert set(runs) == {"c", "p"} and all(0.0 < s < 60.0 for s in runs.values())

@@ -159,8 +159,9 @@ def test_a_fallback_check_that_would_overrun_the_cap_is_not_run(monkeypatch):
     monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
     task = SimpleNamespace(name="t", performance_cases=(SimpleNamespace(id="p"),), cases=())
     a, b = Candidate("x = 1\n", "r", description="a"), Candidate("x = 2\n", "r", description="b")
-    # the best (b) fails its check (slower); a fallback to a would end past the 150 s cap
-    clock = Clock(100.0)
+    # the best (b) fails its check (slower); a fallback to a would end past the 150 s cap, by
+    # more than the estimate's stretch (budget.FIRST_CHECK_STRETCH)
+    clock = Clock(110.0)
     fc, asked = _final_check(clock, 120.0, 30.0, {a.hash: 0.5, b.hash: 2.0})
     final, out = fc._output(task, ORIGINAL, [a, b], [], [], 2.0, [])
     assert [h for h, _ in asked] == [b.hash]                  # one check, b's
@@ -219,12 +220,17 @@ def test_room_for_more_work_and_the_profile_timeout_follow_the_budget():
     assert BudgetPolicy(None, clock).profile_timeout_s() == pytest.approx(120.0)
 
 
-def test_the_first_check_runs_only_if_its_shortest_plan_ends_by_the_cap():
+def test_the_first_check_runs_only_if_its_shortest_plan_is_near_enough_the_cap():
+    from tritonforge.search.budget import FIRST_CHECK_STRETCH
+
     clock = Clock(100.0)
     policy = BudgetPolicy(120.0, clock)               # cap 150 s: 50 s left
     # 20 s fixed + a quarter of 80 s of timing = 40 s: fits, though the full plan (100 s) does not
     assert policy.first_check(100.0, 20.0)
-    go = policy.first_check(100.0, 45.0)              # 45 + 0.25 * 55 = 58.75 > 50
+    # 45 + 0.25 * 55 = 58.75 s: past the cap by the estimate, within its stretch: the cap
+    # kills it if the estimate was right
+    assert 58.75 <= FIRST_CHECK_STRETCH * 50 and policy.first_check(100.0, 45.0)
+    go = policy.first_check(200.0, 70.0)              # 70 + 0.25 * 130 = 102.5 s: twice the room
     assert not go and "shortest" in go.reason and "150 s cap" in go.reason
     assert BudgetPolicy(None, clock).first_check(1e9, 1e9)
 
@@ -260,7 +266,9 @@ def test_an_autotuned_best_counts_its_tuning_in_the_unshortened_part():
     fixed_plain, fixed_tuned = fc._fixed_s(plain, ORIGINAL, 40), fc._fixed_s(tuned, ORIGINAL, 40)
     check_s = fixed_tuned + 10.0
     left = (shortest_check_s(check_s, fixed_plain) + shortest_check_s(check_s, fixed_tuned)) / 2
-    policy = BudgetPolicy(120.0, Clock(150.0 - left))     # between the two shortest checks
+    from tritonforge.search.budget import FIRST_CHECK_STRETCH
+    # the time left, stretched, between the two shortest checks
+    policy = BudgetPolicy(120.0, Clock(150.0 - left / FIRST_CHECK_STRETCH))
     assert policy.first_check(check_s, fixed_plain)
     assert not policy.first_check(check_s, fixed_tuned)
 

@@ -73,6 +73,28 @@ def test_generated_cases_are_a_tier_between_the_own_cases_and_the_performance_ca
     assert verification_tiers(task, ("t0", "gen-odd"), base) == (("t0",), ("gen-odd",))
 
 
+def test_an_own_case_far_costlier_than_the_quickest_performance_case_is_checked_late():
+    """A test section that builds its inputs on the host (4 s a run) leaves the first tier for
+    the deferred one; one as cheap as the performance cases, or on the interpreter where every
+    case is slow alike, stays first."""
+    from dataclasses import replace
+
+    from tritonforge.search.cases import costly_cases, split_deferred
+
+    task = _task()
+    runs = {"t0": 4.1, "t1": 0.02, "p-big": 0.3, "p-mid": 0.02, "p-small": 0.01}
+    base = replace(_base(), run_s=tuple(runs.items()))
+    assert costly_cases(task, base) == {"t0"}
+    ids = search_verification_cases(task, base)
+    tiers = verification_tiers(task, ids, base)
+    assert tiers == (("t1", "p-small"), ("p-mid", "t0"))
+    assert split_deferred(task, tiers) == ((("t1", "p-small"),), ("p-mid", "t0"))
+    slow_alike = replace(_base(), run_s=tuple((c, 4.0) for c in runs))     # the interpreter
+    assert costly_cases(task, slow_alike) == set()
+    assert verification_tiers(task, ids, slow_alike)[0] == ("t0", "t1", "p-small")
+    assert costly_cases(task, _base()) == set()                            # no runs known
+
+
 def test_a_candidate_failing_a_cheap_case_never_reaches_the_costly_tier():
     task, base = _task(), _base()
     tiers = verification_tiers(task, search_verification_cases(task, base), base)

@@ -387,12 +387,18 @@ def test_no_accepted_candidate_passing_the_performance_tier_is_a_round_without_g
     assert s.incumbent is ORIGINAL and s.stale == 1 and s.chain == ()
 
 
-def test_tiers_with_a_last_tier_not_all_performance_cases_defer_nothing():
+def test_a_last_tier_with_a_generated_case_or_a_single_tier_defers_nothing():
+    from dataclasses import replace
+
     from tritonforge.search.cases import split_deferred
 
     assert split_deferred(TASK, (("c",), ("p",))) == ((("c",),), ("p",))
     assert split_deferred(TASK, (("c", "p"),)) == ((("c", "p"),), ())
-    assert split_deferred(TASK, (("p",), ("c",))) == ((("p",), ("c",)), ())
+    made = replace(TASK, cases=TASK.cases + (Case("g", CaseRole.CORRECTNESS, SpecCall("f"),
+                                                   generated=True),))
+    assert split_deferred(made, (("c", "p"), ("g",))) == ((("c", "p"), ("g",)), ())
+    # an own case is in the last tier only as a costly one (cases.costly_cases): deferred
+    assert split_deferred(TASK, (("p",), ("c",))) == ((("p",),), ("c",))
     stages = LateWrong({1: [("x = 1 latewrong\n", 0.4)]})
     s = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("p",), (("c", "p"),)), _env(stages)).state
     assert len(stages.tiers) == 1 and s.incumbent.source == "x = 1 latewrong\n"

@@ -162,6 +162,9 @@ class VariantResult:
     launches: int = 0          # Triton kernel launches seen while running its cases
     wall_s: float = 0.0
     case_failures: tuple[Failure, ...] = ()   # per-case failures (baseline runs keep going)
+    # (case id, seconds) of each case's one run before any check or timing: inputs built, the
+    # call, a synchronisation; what one more run of the case costs a verification
+    run_s: tuple[tuple[str, float], ...] = ()
 
     def timing(self, case_id: str) -> Timing | None:
         for t in self.timings:

@@ -54,6 +54,7 @@ class _State:
         self.timings: list[Timing] = []
         self.launches = 0
         self.case_failures: list[Failure] = []
+        self.run_s: dict[str, float] = {}
         self.started = time.perf_counter()
 
     def fail(self, failure: Failure, keep_going: bool) -> None:
@@ -77,7 +78,8 @@ class _State:
             status = Status.OK
         return VariantResult(self.variant.name, self.variant.hash, status, self.failure,
                              self.verdict, tuple(self.timings), self.launches,
-                             time.perf_counter() - self.started, tuple(self.case_failures))
+                             time.perf_counter() - self.started, tuple(self.case_failures),
+                             tuple(self.run_s.items()))
 
 
 def _sync(device: str) -> None:
@@ -229,11 +231,13 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
             for st in alive():
                 report(Progress("run", st.variant.name, case.id))
                 seed = case.seeds[0]
+                began = time.perf_counter()
                 try:
                     with guarded(st):
                         inv = builder.build(st.module, case, seed)
                         inv.call()
                         _sync(dev)
+                    st.run_s[case.id] = time.perf_counter() - began
                 except BaseException as exc:  # noqa: BLE001
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
                     st.fail(failure, keep)

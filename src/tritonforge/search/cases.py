@@ -164,13 +164,37 @@ def _kernels_a_sliver(diagnosis: Diagnosis | None) -> bool:
         h.kind == "outside_kernels" and h.priority >= OUTSIDE_DOMINANT for h in diagnosis.hints)
 
 
+COSTLY_RUN_S = 1.0       # a correctness case whose one run takes this long, and
+COSTLY_RATIO = 10.0      # this many times the quickest performance case's, is checked late
+
+
+def costly_cases(task: Task, baseline: VariantResult) -> set[str]:
+    """The task's own correctness cases whose one run in the baseline took at least
+    ``COSTLY_RUN_S`` and ``COSTLY_RATIO`` times the quickest performance case's run. A
+    verification runs a case about ten times (first calls, three seeds, the recheck, the probe),
+    so such a case sets the price of every candidate's first tier: destindex_copy's test section
+    builds 50M-element inputs on the host, 3.9-4.2 s a run, and one candidate's verification
+    there took 50 s, which no candidate of its round outlasted (H100, engine 1018ceeea5af,
+    2026-11-27). Relative to the quickest performance case, so that the interpreter, where every
+    case is slow alike, keeps its tiers."""
+    runs = dict(baseline.run_s)
+    perf = [runs[c.id] for c in task.performance_cases if c.id in runs]
+    if not perf:
+        return set()
+    floor = max(COSTLY_RUN_S, COSTLY_RATIO * min(perf))
+    return {c.id for c in task.cases if c.role is not CaseRole.PERFORMANCE and not c.generated
+            and runs.get(c.id, 0.0) >= floor}
+
+
 def verification_tiers(task: Task, verify_ids: tuple[str, ...],
                        baseline: VariantResult) -> tuple[tuple[str, ...], ...]:
     """``verify_ids`` split into the cascade's tiers, cheapest first: the task's own correctness
     cases and the quickest performance case; then the generated cases (``testgen.augment``:
-    several per task, odd sizes among them); then the other performance cases, quickest first.
-    An H100 pass (2026-11-25) ran every generated case of a record in the first tier: a
-    candidate that failed the test section still paid for seven generated cases first.
+    several per task, odd sizes among them); then the other performance cases, quickest first,
+    with the own correctness cases too costly for the first tier (``costly_cases``): that last
+    tier is the one a round defers (``split_deferred``). An H100 pass (2026-11-25) ran every
+    generated case of a record in the first tier: a candidate that failed the test section
+    still paid for seven generated cases first.
 
     A worker runs every case of a request once per variant before it compares any (compile
     errors, crashes), in the task's order: a candidate whose values are wrong on a 1 us case
@@ -179,11 +203,14 @@ def verification_tiers(task: Task, verify_ids: tuple[str, ...],
     times = {t.case_id: t.median_ms for t in baseline.timings}
     perf_ids = {c.id for c in task.performance_cases}
     generated = {c.id for c in task.cases if c.generated}
+    costly = costly_cases(task, baseline)
     own = [cid for cid in verify_ids if cid not in perf_ids and cid not in generated]
     made = [cid for cid in verify_ids if cid not in perf_ids and cid in generated]
     perf = sorted((cid for cid in verify_ids if cid in perf_ids),
                   key=lambda cid: times.get(cid) or float("inf"))
-    tiers = (tuple(own + perf[:1]), tuple(made), tuple(perf[1:]))
+    cheap = [cid for cid in own if cid not in costly]
+    late = perf[1:] + [cid for cid in own if cid in costly]
+    tiers = (tuple(cheap + perf[:1]), tuple(made), tuple(late))
     kept = tuple(t for t in tiers if t)
     return kept if len(kept) > 1 else (tuple(verify_ids),)
 
@@ -191,15 +218,16 @@ def verification_tiers(task: Task, verify_ids: tuple[str, ...],
 def split_deferred(task: Task, tiers: tuple[tuple[str, ...], ...]
                    ) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """(the tiers every candidate of a round is verified on, the tier only a candidate the
-    arbiter accepts is): the last tier when it holds performance cases alone (the other
-    performance cases of ``verification_tiers``) and a tier comes before it; else nothing is
-    deferred. On an H100 pass (engine 310957ee7859) that tier cost an attention kernel's
-    candidates 10-24 s each (attention_forward_triton: 7 requests on perf-01 and perf-07, 99 s of
-    its pool's time), while few of them were then timed faster than the incumbent. A candidate
-    is timed on the search cases before it is checked on them; the incumbent of the next round
-    has passed every tier, and the final check still verifies every case in a fresh process."""
+    arbiter accepts is): the last tier when a tier comes before it and it holds no generated case
+    (``verification_tiers`` puts there the other performance cases and the own correctness cases
+    too costly for the first tier, never the generated ones); else nothing is deferred. On an
+    H100 pass (engine 310957ee7859) that tier cost an attention kernel's candidates 10-24 s each
+    (attention_forward_triton: 7 requests on perf-01 and perf-07, 99 s of its pool's time),
+    while few of them were then timed faster than the incumbent. A candidate is timed on the
+    search cases before it is checked on them; the incumbent of the next round has passed every
+    tier, and the final check still verifies every case in a fresh process."""
     kept = tuple(t for t in tiers if t)
-    perf = {c.id for c in task.performance_cases}
-    if len(kept) < 2 or not set(kept[-1]) <= perf:
+    generated = {c.id for c in task.cases if c.generated}
+    if len(kept) < 2 or set(kept[-1]) & generated:
         return kept, ()
     return kept[:-1], kept[-1]
