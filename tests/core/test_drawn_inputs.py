@@ -97,3 +97,64 @@ def test_a_script_failing_under_the_patch_is_built_as_written(tmp_path, monkeypa
     torch.manual_seed(0)
     torch.rand(16)
     assert torch.equal(got, torch.rand(32))
+
+
+SECTION = """
+import torch
+
+def test_it():
+    x = torch.randn(64, dtype=torch.float32)
+    return {"case": kernel_stand_in(x)}
+
+result_gold = test_it()
+"""
+
+
+def test_a_test_section_draws_its_host_inputs_on_the_gpu_and_is_restored(tmp_path, monkeypatch):
+    """The whole section runs under the patch (its inputs are built as it calls the kernels), and
+    torch is itself again once it returns."""
+    from contextlib import contextmanager
+
+    from tritonforge.model import TestSectionCall
+    import tritonforge.runtime.invoke as invoke
+
+    real = torch.randn
+
+    @contextmanager
+    def drawn_here(device):          # the patch, drawing on the host: no GPU on this machine
+        torch.randn = _drawn_factory(real, "cpu")
+        try:
+            yield
+        finally:
+            torch.randn = real
+
+    seen = []
+    module = types.ModuleType("kmod_original")
+    module.kernel_stand_in = lambda x: seen.append(hasattr(torch.randn, "__wrapped__")) or x * 2
+    builder = InvocationBuilder(module, "cuda", tmp_path)
+    monkeypatch.setattr(invoke, "drawn_on", drawn_here)
+    got = builder.build(module, _section_case(TestSectionCall(SECTION)), 0).call()
+    assert seen == [True] and got["case"].shape == (64,) and torch.randn is real
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where drawing on cuda fails")
+def test_a_test_section_failing_under_the_patch_runs_as_written(tmp_path):
+    """No CUDA here: every draw on it raises, and the section runs again as written, with the
+    values a host draw of its seed gives; a capture of one of its calls does the same."""
+    from tritonforge.model import CapturedCall, TestSectionCall
+
+    module = types.ModuleType("kmod_original")
+    module.kernel_stand_in = lambda x: x * 2
+    builder = InvocationBuilder(module, "cuda", tmp_path)
+    got = builder.build(module, _section_case(TestSectionCall(SECTION)), 0).call()
+    torch.manual_seed(0)
+    assert torch.equal(got["case"], torch.randn(64) * 2)
+    args, _ = builder.capture(CapturedCall(SECTION, "kernel_stand_in", 0), 0)
+    torch.manual_seed(0)
+    assert torch.equal(args[0], torch.randn(64))
+
+
+def _section_case(recipe):
+    from tritonforge.model import Case, CaseRole
+
+    return Case("test", CaseRole.CORRECTNESS, recipe, (0,))
