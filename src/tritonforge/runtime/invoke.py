@@ -216,10 +216,10 @@ class InvocationBuilder:
     def _drawn(self, run: Callable[[], Any], what: str) -> Any:
         """``run()`` (seeded inside) with host random tensors drawn on the GPU (``drawn_inputs``),
         and once more as written if it fails so: a test section builds its inputs as it calls
-        the kernels, and destindex_copy's drew 100M fp16 values on the host, 3.9-4.2 s of every
-        run of its one case, ten runs a candidate's verification (H100, 2026-11-27). Both sides
-        of a comparison run the same way, so only the random values differ from a host draw, as
-        from another seed."""
+        the kernels. destindex_copy's one case ran 3.9-4.2 s a run on an H100 host, ten runs a
+        candidate's verification (2026-11-27); its section draws 100M fp16 values on the host,
+        0.8 s on one core of a 2-core CI machine. Both sides of a comparison run the same way, so
+        only the random values differ from a host draw, as from another seed."""
         if self.device == "cpu":
             return run()
         try:
