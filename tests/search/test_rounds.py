@@ -3,6 +3,7 @@ what an acceptance, a round without gain and a round with nothing proposed make 
 the config-search flag reaching the proposers; the loop's rounds under the budget policy (a
 fake clock) and the one round of configuration search when nothing new is proposed."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from tritonforge.model import (
@@ -480,6 +481,43 @@ def test_a_search_out_of_patience_early_runs_one_more_config_round():
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.spare_round
     stages, state, stop = run(10.0, None)
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds"
+
+
+def test_a_config_only_search_out_of_configurations_asks_every_proposer_once():
+    """Near the roofline the rounds are configuration search alone; once it has nothing new,
+    with over half the budget left, one round asks every proposer; with less left, or once that
+    round ran, the search ends."""
+    from tritonforge.search.loop import Optimizer
+
+    class ConfigsThenRules(FakeStages):
+        """Configurations (``proposals``) while the rounds ask for them alone, then one rule."""
+
+        def _propose(self, ctx):
+            if ctx.config_search_only:
+                return super()._propose(ctx)
+            self.contexts.append(ctx)
+            c = Candidate("x = 9\n", "fake", ctx.incumbent.hash, "a rule")
+            self.ms[c.hash] = 0.5
+            return [c]
+
+    def run(clock_s, proposals):
+        stages = ConfigsThenRules(proposals)
+        opt = Optimizer.__new__(Optimizer)
+        opt.interpreted = False
+        start = replace(_state(patience=1), config_search=True)
+        state, stop = opt._rounds(start, _env(stages), BudgetPolicy(120.0, lambda: clock_s), 8)
+        return stages, state, stop
+
+    # round 1: one config, not faster; the spare config round: nothing new; then every proposer,
+    # whose rule is faster
+    stages, state, stop = run(10.0, {1: [("x = 1\n", 1.0)]})
+    asked = [c.config_search_only for c in stages.contexts]
+    assert asked[:3] == [True, True, False] and not any(asked[3:])   # then a search as any other
+    assert state.open_round_done and state.incumbent.source == "x = 9\n"
+    assert any("one round of every proposer" in n for n in state.notes)
+    stages, state, stop = run(70.0, {1: [("x = 1\n", 1.0)]})      # under half the budget left
+    assert [c.config_search_only for c in stages.contexts] == [True]
+    assert stop == "no gain for 1 rounds" and not state.open_round_done
 
 
 def test_a_round_whose_incumbent_crashed_on_its_first_timed_case_times_again_without_it():

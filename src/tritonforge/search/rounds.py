@@ -167,6 +167,7 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
                           notes)
     state = replace(state, history=tuple(history), notes=tuple(notes),
                     config_search_done=state.config_search_done or state.config_search,
+                    open_round_done=state.open_round_done or not state.config_search,
                     config_search=False)
     if not cands:
         return RoundOutcome(state, "no new candidates")

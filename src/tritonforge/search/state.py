@@ -38,6 +38,7 @@ class SearchState:
     config_search: bool = False        # the next round is config search alone (config_search_only)
     config_search_done: bool = False   # a config-search round ran already
     spare_round: bool = False          # the round for time left over ran (loop.SPARE_SHARE)
+    open_round_done: bool = False      # a round proposed with every proposer (not config alone)
     factor: float = 1.0
     chain: tuple[Candidate, ...] = ()  # every accepted incumbent, oldest first
     ranked: tuple[Ranked, ...] = ()    # verified and timed, faster or accepted
