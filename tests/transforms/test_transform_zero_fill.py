@@ -125,6 +125,33 @@ def test_a_zero_fill_that_may_be_seen_is_kept(body, why):
     assert why in _refusal(body)
 
 
+def test_a_splat_that_reads_only_the_buffers_metadata_keeps_the_change():
+    """A buffer passed before a ``*args`` splat keeps its parameter; the splat reading only
+    ``out.stride()`` hides no other use of it."""
+    out = _apply('''
+def double(x):
+    out = torch.zeros_like(x)
+    write_k[(4,)](x, out, *out.stride()[:1], BLOCK=128)
+    return out
+''')
+    assert "out = torch.empty_like(x)" in out
+
+
+@pytest.mark.parametrize("call, why", [
+    ("write_k[(4,)](x, out, *[out.numel() if out.sum() == 0 else 0], BLOCK=128)",
+     "passes `out` in a *args splat"),
+    ("write_k[(4,)](x, out, **{'n': x.numel(), 'BLOCK': 128})", "passes **kwargs"),
+    ("write_k[(4,)](*[x, out], x.numel(), BLOCK=128)", "zeros buffer passed"),   # param unknown
+])
+def test_a_splat_that_may_use_the_buffer_keeps_its_zeros(call, why):
+    assert why in _refusal(f'''
+def double(x):
+    out = torch.zeros_like(x)
+    {call}
+    return out
+''')
+
+
 def test_nothing_to_do_without_a_zero_fill():
     assert "no torch.zeros buffer" in _refusal('''
 def double(x):

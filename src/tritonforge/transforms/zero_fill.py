@@ -151,6 +151,30 @@ def _reads_before(fn: ast.AST, name: str, after: int, before: int,
     return None
 
 
+def _splat_refusal(site: Any, name: str) -> str | None:
+    """Why a launch with ``*args`` may hide another use of buffer ``name`` (None: it cannot).
+    The buffer's own argument comes before every splat (its parameter is known), so the splats
+    matter only where they pass the buffer itself: ``*out.stride()`` reads its metadata alone, as
+    matrix_transpose's wrapper does (H100 pass, engine 1018ceeea5af: its zero fill was refused
+    for the splat). A ``**kwargs`` splat is refused outright: it may name any parameter."""
+    if site.star_kwargs:
+        return f"site {site.index} passes **kwargs"
+    for other in site.args:
+        if not other.source.startswith("*"):
+            continue
+        try:
+            expr = ast.parse(other.source.lstrip("*").strip(), mode="eval")
+        except SyntaxError:
+            return f"site {site.index} passes a *args splat the analysis cannot read"
+        parents = _parents(expr)
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id == name:
+                up = parents.get(node)
+                if not (isinstance(up, ast.Attribute) and up.attr in METADATA):
+                    return f"site {site.index} passes `{name}` in a *args splat"
+    return None
+
+
 def find_fills(source: str, analysis: SourceAnalysis) -> tuple[list[_Fill], list[str]]:
     """The zero-filled buffers that can be allocated empty, and why each other one cannot."""
     tree = ast.parse(source)
@@ -179,7 +203,7 @@ def find_fills(source: str, analysis: SourceAnalysis) -> tuple[list[_Fill], list
                 continue            # not a zero-filled local: nothing to say about it
             why = alias_refusal(site, "allocating its buffer empty")
             if why is None and site.has_star_args:
-                why = f"site {site.index} passes *args/**kwargs"
+                why = _splat_refusal(site, arg.variable)
             elif why is None and (arg.param in kernel.loaded_params
                                   or arg.param in kernel.atomic_params):
                 why = f"{site.kernel} reads {arg.param} (loads or atomics): it may need the zeros"
