@@ -173,7 +173,16 @@ def test_the_proposal_context_has_the_config_search_only_flag(tmp_path):
     assert ConfigSearchProposer().propose(only)     # the one round a near-roofline stop runs
     from tritonforge.search.rules import RuleProposer
 
-    assert RuleProposer().propose(ctx) and RuleProposer().propose(only) == []
+    assert RuleProposer().propose(ctx) and RuleProposer().propose(only) == []   # no host-side move
+    # the config-only round leaves room for the rules' host-side moves, and tops up what they
+    # leave unused
+    from tritonforge.search.config_search import CONFIG_ONLY_SHARE
+
+    proposer = ConfigSearchProposer()
+    first = proposer.propose(dataclasses.replace(only, budget=16))
+    assert len(first) == math.ceil(16 * CONFIG_ONLY_SHARE) < 16
+    more = proposer.top_up(dataclasses.replace(only, budget=16 - len(first)))
+    assert more and not {c.hash for c in more} & {c.hash for c in first}
 
 
 @pytest.mark.slow

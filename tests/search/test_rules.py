@@ -479,3 +479,22 @@ def test_a_namedtuple_built_per_call_is_hoisted_early():
     others = [m.transform for m in moves if m.transform != "constexpr_override"]
     assert others[0] == "hoist_namedtuple"
     assert all(m.transform != "hoist_namedtuple" for m in RuleProposer().moves(tf_samples.ROW_SUM, None))
+
+
+def test_a_round_of_configuration_search_alone_still_gets_the_host_side_moves():
+    """Near the roofline the rules offer only what no roofline of the kernels bounds (a dropped
+    zero fill); elsewhere they offer it among their other moves."""
+    from dataclasses import replace
+
+    from tritonforge.search.rules import HOST_SIDE_MOVES
+
+    task = task_from_file(EXAMPLE)
+    zeroed = task.source.replace("out = torch.empty_like(x)", "out = torch.zeros_like(x)")
+    assert zeroed != task.source
+    only = RuleProposer().propose(replace(_ctx(task, zeroed, budget=6), config_search_only=True))
+    assert [c.origin for c in only] == ["rules:drop_zero_fill"]
+    assert "drop_zero_fill" in HOST_SIDE_MOVES
+    assert RuleProposer().propose(replace(_ctx(task, task.source, budget=6),
+                                          config_search_only=True)) == []
+    every = RuleProposer().propose(_ctx(task, zeroed, budget=16))
+    assert "rules:drop_zero_fill" in {c.origin for c in every} and len(every) > 1

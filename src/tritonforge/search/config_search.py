@@ -57,6 +57,8 @@ ORIGIN = "config-search"
 PER_TILE = 3                # configs per tile combination in one round, before the rest fill it
 NEAR_BEST = 0.6             # weight of a measured gain on its neighbours' rank (per log2 speedup)
 NEAR_FAILED = 0.3           # penalty of a failure on its neighbours' rank
+CONFIG_ONLY_SHARE = 0.85    # of a round of configuration search alone (14 of 16): the rest first
+                            # to the rules' host-side moves, then back to it (a top-up)
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,11 @@ class ConfigSearchProposer:
         return (first + rest)[:n]
 
     def propose(self, context: ProposalContext) -> list[Candidate]:
-        return self._configs(context, 1.0 if context.config_search_only else self.share)
+        """Its share of the round; in a round of configuration search alone, all of it but
+        ``CONFIG_ONLY_SHARE`` leaves, for the rules' host-side moves (``rules.HOST_SIDE_MOVES``);
+        what they leave unused comes back to it as a top-up (``search.stages``)."""
+        return self._configs(context, CONFIG_ONLY_SHARE if context.config_search_only
+                             else self.share)
 
     def top_up(self, context: ProposalContext) -> list[Candidate]:
         """More configs for the rest of a round the other proposers left short: all of
