@@ -152,8 +152,9 @@ class OptimizeSession:
         self.store = store
         self.work_dir = Path(options.work_dir or settings.run_dir)
         self.device = device or resolve_device(settings.device)
+        # the first worker also times (search.loop's timer); the others never do
         self.evaluators = [Evaluator(settings, self.work_dir / f"w{i}", store, device=self.device,
-                                     respawn=True)
+                                     respawn=True, times=i == 0)
                            for i in range(max(1, options.jobs))]
         self._finals: list[Evaluator] = []
         self.final_pool = PrestartedEvaluators(self._final_evaluator)

@@ -96,6 +96,8 @@ class Settings:
     progress_log: str = ""            # a file each request's stages are appended to, with the time
     compile_threads: int = 0          # compile passes compile this many kernels side by side (0:
     # a quarter of the host's cores, 1 to 8: runtime.quick_autotune.compile_in_parallel)
+    untimed_nice: int = 10            # how much lower the CPU priority of workers that never time
+    # and of every compile thread is (0: as the driver's; runtime.priority)
     tritonbench: str = ""             # TritonBench-G data ("": ../shared/tritonbench_g nearby)
     ncu: str = ""                     # the ncu executable ("": PATH, then the usual folders)
     cache_dir: str = ""               # measured peaks' cache ("": $XDG_CACHE_HOME/tritonforge)
@@ -186,6 +188,7 @@ class SharingSettings:
     ncu_lock: str
     progress_log: str
     compile_threads: int
+    untimed_nice: int
 
 
 SECTIONS: dict[str, type] = {"timing": TimingSettings, "search": SearchSettings,
@@ -320,6 +323,9 @@ def load_settings(
     if settings.compile_threads < 0:
         raise ConfigError(f"compile_threads must be 0 (a quarter of the host's cores) or more, "
                           f"not {settings.compile_threads!r}")
+    if not 0 <= settings.untimed_nice <= 19:
+        raise ConfigError(f"untimed_nice must be 0 to 19 (a nice increment), "
+                          f"not {settings.untimed_nice!r}")
     if settings.generated_cases not in ("auto", "on", "off"):
         raise ConfigError(f"generated_cases must be auto, on or off, not {settings.generated_cases!r}")
     if settings.emit not in ("fixed", "autotune", "auto"):

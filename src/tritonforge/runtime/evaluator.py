@@ -141,9 +141,11 @@ class Evaluator:
     """Owns one worker and the store; evaluates (reference, candidates...) requests."""
 
     def __init__(self, settings: Settings, run_dir: str | Path, store: RunStore | None = None,
-                 device: str | None = None, respawn: bool = False):
+                 device: str | None = None, respawn: bool = False, times: bool = True):
         """``respawn``: a lost worker process is replaced at once, in the background
-        (``Worker.respawn``), on a GPU: for a pool that serves record after record."""
+        (``Worker.respawn``), on a GPU: for a pool that serves record after record. ``times``:
+        False for an evaluator that never times, whose worker then runs at a lower CPU priority
+        (``Settings.untimed_nice``, ``runtime.priority``); every worker's compile threads do."""
         self.settings = settings
         self.run_dir = Path(run_dir)
         self.store = store
@@ -157,7 +159,9 @@ class Evaluator:
                              timeout_s=checks.case_timeout_s,
                              host_memory_limit_gb=checks.host_memory_limit_gb,
                              perf_inputs_dir=Path(settings.run_dir) / "perf-inputs",
-                             respawn=respawn and self.device == "cuda")
+                             respawn=respawn and self.device == "cuda",
+                             nice=0 if times else settings.sharing.untimed_nice,
+                             compile_nice=settings.sharing.untimed_nice)
 
     def close(self) -> None:
         self.worker.close()

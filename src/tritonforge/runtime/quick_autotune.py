@@ -34,6 +34,7 @@ import triton.testing   # do_bench looked up per call, as Triton's own autotuner
 from triton.runtime.jit import JITFunction
 
 from ..verify.config_variation import autotuners
+from .priority import compile_thread_start
 
 
 def quick_bench(kernel_call: Callable[[], object], quantiles: Any = None, **_: object) -> Any:
@@ -112,7 +113,9 @@ def compile_in_parallel(threads: int,
     if threads <= 1 or mode_type is None:
         yield
         return
-    with ThreadPoolExecutor(threads, thread_name_prefix="tritonforge-compile") as pool:
+    # each thread at the priority the driver asked for compiles (runtime.priority)
+    with ThreadPoolExecutor(threads, thread_name_prefix="tritonforge-compile",
+                            initializer=compile_thread_start) as pool:
         mode = mode_type(pool, ignore_errors=True)
         with mode:
             yield

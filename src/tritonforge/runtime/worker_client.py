@@ -30,6 +30,7 @@ from pathlib import Path
 from ..config import env_name, env_settings
 from ..errors import WorkerError
 from ..model import DeviceInfo, Evaluation, Failure, Status, VariantResult
+from .priority import COMPILE_NICE_ENV, WORKER_NICE_ENV
 from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,10 @@ class Worker:
 
     def __init__(self, device: str, work_dir: Path, *, timeout_s: float = 180.0,
                  host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0,
-                 perf_inputs_dir: Path | None = None, respawn: bool = False):
+                 perf_inputs_dir: Path | None = None, respawn: bool = False,
+                 nice: int = 0, compile_nice: int = 0):
+        """``nice``: the worker process's priority drop, for one that never times;
+        ``compile_nice``: its compile threads' (``runtime.priority``)."""
         if device not in ("cuda", "cpu"):
             raise WorkerError(f"worker device must be 'cuda' or 'cpu', not {device!r}")
         self.device = device
@@ -146,6 +150,7 @@ class Worker:
         self.memory_limit = int(host_memory_limit_gb * 2**30)
         self.startup_timeout_s = startup_timeout_s
         self.perf_inputs_dir = perf_inputs_dir     # shared by a run's workers (runtime.perf_inputs)
+        self.nice, self.compile_nice = nice, compile_nice
         self.process: subprocess.Popen | None = None
         self.info: DeviceInfo | None = None
         self._to_child = self._from_child = -1
@@ -179,6 +184,7 @@ class Worker:
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.perf_inputs_dir is not None:
             env["TRITONFORGE_PERF_INPUTS_DIR"] = str(self.perf_inputs_dir)
+        env[WORKER_NICE_ENV], env[COMPILE_NICE_ENV] = str(self.nice), str(self.compile_nice)
         src_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         with open(self.log_path, "ab") as log_file:

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from .priority import WORKER_NICE_ENV, from_env, lower_priority   # os alone: nothing heavy
 
 # Imports happen inside the functions: the module is started as the worker's process
 # (``python -m``), and nothing heavy (torch, triton, the verifier) is imported before main runs.
@@ -49,6 +50,7 @@ def _release_cached_memory() -> None:
 
 def main(argv: list[str]) -> int:
     fd_in, fd_out, module_dir = int(argv[0]), int(argv[1]), Path(argv[2])
+    lower_priority(from_env(WORKER_NICE_ENV))      # before torch starts its threads
     from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
     from .worker_evaluate import evaluate_request
 
