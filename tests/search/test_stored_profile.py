@@ -53,8 +53,10 @@ def test_another_case_or_kind_is_profiled_again(tmp_path, monkeypatch):
 
 
 def test_a_fresh_profile_says_where_its_time_went_in_the_records_notes(tmp_path, monkeypatch):
-    said = session.STEP_NOTE + "setup 0.1, ncu 14.0, static compile 3.2"
-    fresh = SimpleNamespace(profile=Profile("t", "perf-05", "ncu", notes=("case perf-05", said)))
+    steps = (("setup", 0.1), ("ncu", 14.0), ("static compile", 3.2))
+    said = "profile seconds: setup 0.1, ncu 14.0, static compile 3.2"
+    fresh = SimpleNamespace(profile=Profile("t", "perf-05", "ncu", notes=("case perf-05",),
+                                            step_s=steps))
     monkeypatch.setattr(session, "profile_task", lambda *a, **k: fresh)
     with RunStore(tmp_path / "store.sqlite") as store:
         opt = _optimizer(tmp_path, store, interpreted=False)

@@ -110,3 +110,6 @@ class Profile:
     roofline: Roofline | None = None
     diagnosis: Diagnosis | None = None
     notes: tuple[str, ...] = field(default=())
+    # (step, seconds) of making this profile (profile.session.StepClock): for the run's records,
+    # never for a prompt, which must be the same for the same kernel whatever the clock read
+    step_s: tuple[tuple[str, float], ...] = ()

@@ -277,10 +277,15 @@ def _time_cases(task: Task, settings: Settings, run_dir: Path, store: RunStore,
 STEP_NOTE = "profile seconds: "     # the opening of the note that says where a profile's time went
 
 
+def step_note(step_s: Sequence[tuple[str, float]]) -> str:
+    """The record's note of where a profile's time went (``Profile.step_s``)."""
+    return STEP_NOTE + ", ".join(f"{k} {v:.1f}" for k, v in step_s)
+
+
 class StepClock:
     """Seconds per step of one profile, in the order marked: each ``mark`` ends the step before.
     On an H100 pass (120 s a record, engine 1018ceeea5af, 2026-11-27) the profile took 13-42 s
-    of each record, 20 s at the median, with nothing said of where; the note says it (``note``)."""
+    of each record, 20 s at the median, with nothing said of where; ``Profile.step_s`` says it."""
 
     def __init__(self, first: str):
         self.steps: list[tuple[str, float]] = [(first, time.monotonic())]
@@ -295,8 +300,6 @@ class StepClock:
             out[name] = out.get(name, 0.0) + (end - began)
         return out
 
-    def note(self) -> str:
-        return STEP_NOTE + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds().items())
 
 
 def profile_task(task: Task, settings: Settings, options: ProfileOptions = ProfileOptions(),
@@ -420,8 +423,8 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                              f"GB/s copy); {work_done.basis}")
         profile = build_profile(task.name, case.id, ncu=ncu, stats=stats, roofline=roofline,
                                 time_us=time_us, launches_per_call=lpc or None)
-        notes.append(steps.note())
-        profile = replace(profile, notes=tuple(notes) + profile.notes)
+        profile = replace(profile, notes=tuple(notes) + profile.notes,
+                          step_s=tuple((k, round(v, 2)) for k, v in steps.seconds().items()))
         json_path = Path(options.out) if options.out else run_dir / "profile.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(dumps(profile))

@@ -23,7 +23,7 @@ from ..model import (
     Candidate, Evaluation, HardwareInfo, HistoryEntry, ProposalContext, Status, Task,
     VariantResult,
 )
-from ..profile.session import STEP_NOTE, ProfileOptions, profile_task
+from ..profile.session import ProfileOptions, profile_task, step_note
 from ..runtime.failures import WORKER_KILLERS
 from ..runtime.evaluator import Evaluator
 from ..store import RunStore
@@ -335,8 +335,8 @@ class RoundStages:
             if self.store:
                 self.store.put_profile(self.task.name, incumbent.hash, profile)
         self.profile = profile
-        if not where:       # where this record's profile spent its time, for the pass's records
-            notes += [n for n in profile.notes if n.startswith(STEP_NOTE)]
+        if not where and profile.step_s:    # where this record's profile spent its time
+            notes.append(step_note(profile.step_s))
         d = profile.diagnosis
         if d is not None:
             notes.append(f"diagnosis ({profile.source}{where}): {d.bound.value}-bound, {d.bottleneck}; "
