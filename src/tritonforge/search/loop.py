@@ -487,8 +487,8 @@ class Optimizer:
         return state, "max rounds reached"
 
     def _open_round_due(self, state: SearchState, budget: BudgetPolicy) -> bool:
-        """Whether a search whose rounds were configuration search alone (near the roofline, or
-        the kernels a sliver of the case: ``_stop_rules``), now out of configurations, runs one
+        """Whether a search whose rounds were configuration search alone (near the roofline:
+        ``_stop_rules``), now out of configurations, runs one
         round of every proposer: on a GPU, once, with more than ``SPARE_SHARE`` of its budget
         left. The roofline is judged on the cases that carry most of the time; the rest may be
         launch-bound, where a rule's change (several rows a program, no zero fill) gains. On
