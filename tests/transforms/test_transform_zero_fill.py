@@ -142,6 +142,8 @@ def double(x):
      "passes `out` in a *args splat"),
     ("write_k[(4,)](x, out, **{'n': x.numel(), 'BLOCK': 128})", "passes **kwargs"),
     ("write_k[(4,)](*[x, out], x.numel(), BLOCK=128)", "zeros buffer passed"),   # param unknown
+    # a splat that reads only metadata leaves the other checks to judge: an accumulator keeps it
+    ("accumulate_k[(4,)](x, out, *out.shape, BLOCK=128)", "reads out_ptr"),
 ])
 def test_a_splat_that_may_use_the_buffer_keeps_its_zeros(call, why):
     assert why in _refusal(f'''

@@ -301,7 +301,6 @@ class StepClock:
         return out
 
 
-
 def profile_task(task: Task, settings: Settings, options: ProfileOptions = ProfileOptions(),
                  progress: Callable[[str], None] = lambda s: None) -> ProfileOutcome:
     """Profile one case of ``task`` (see the module docstring); never raises for a failing kernel."""

@@ -33,7 +33,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from ..analyze import SourceAnalysis
+from ..analyze import LaunchSite, SourceAnalysis
 from .base import Applicability, Transform, alias_refusal, char_index
 
 ZERO_FILLS = {"zeros": "empty", "zeros_like": "empty_like"}
@@ -151,7 +151,7 @@ def _reads_before(fn: ast.AST, name: str, after: int, before: int,
     return None
 
 
-def _splat_refusal(site: Any, name: str) -> str | None:
+def _splat_refusal(site: LaunchSite, name: str) -> str | None:
     """Why a launch with ``*args`` may hide another use of buffer ``name`` (None: it cannot).
     The buffer's own argument comes before every splat (its parameter is known), so the splats
     matter only where they pass the buffer itself: ``*out.stride()`` reads its metadata alone, as
@@ -204,7 +204,7 @@ def find_fills(source: str, analysis: SourceAnalysis) -> tuple[list[_Fill], list
             why = alias_refusal(site, "allocating its buffer empty")
             if why is None and site.has_star_args:
                 why = _splat_refusal(site, arg.variable)
-            elif why is None and (arg.param in kernel.loaded_params
+            if why is None and (arg.param in kernel.loaded_params
                                   or arg.param in kernel.atomic_params):
                 why = f"{site.kernel} reads {arg.param} (loads or atomics): it may need the zeros"
             elif why is None and arg.param not in kernel.stored_params:
