@@ -52,7 +52,8 @@ class Settings:
     timing_pace: bool = False         # GPU kept ahead of the host; a sample = max(GPU, host time)
     cuda_graph: bool = False
     search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
-    # do_bench of this many ms (0: Triton's own 100 ms); the final check always uses Triton's own
+    # do_bench of this many ms (0: Triton's own 100 ms); the final check uses Triton's own where
+    # it ends by the record's cap, else this one (search.final_check)
     max_rounds: int = 8
     candidates_per_round: int = 0     # 0: auto (search.loop.auto_per_round: 16 on a GPU, 6 on
                                       # the interpreter, where each candidate runs for seconds)

@@ -352,3 +352,66 @@ def test_the_final_checks_fixed_part_comes_from_the_baselines_first_runs():
     assert final_fixed_s(None) == FINAL_FIXED_S
     est = FinalCheckEstimate({}, TimingPlan(), TimingPlan(), fixed_s=7.0)
     assert est.seconds(()) == 7.0
+
+
+def _autotuned_final_check(clock, rep_ms=10.0):
+    """A FinalCheck over an autotuned original whose estimate counts both files' tuning with
+    Triton's own benchmark, as the loop's does, on 40 performance cases; its requests' plans kept."""
+    perf = tuple(SimpleNamespace(id=f"p{i}") for i in range(40))
+    task = SimpleNamespace(name="t", performance_cases=perf, cases=perf)
+    original = Candidate(AUTOTUNED, "original")
+    best = Candidate(AUTOTUNED + "\n# faster\n", "r", description="best")
+    asked = []
+    fc = None
+
+    def evaluate(task, variants, **kwargs):
+        asked.append(kwargs.get("plan"))
+        o = VariantResult("original", "original", Status.OK, timings=tuple(
+            Timing(c.id, "original", TimingMethod.CUDA_EVENTS, (1.0,) * 9) for c in perf))
+        b = VariantResult("best", "best", Status.OK, timings=tuple(
+            Timing(c.id, "best", TimingMethod.CUDA_EVENTS, (0.5,) * 9) for c in perf))
+        return SimpleNamespace(result=lambda name: o if name == "original" else b)
+
+    settings = SimpleNamespace(emit="fixed", min_speedup=1.05,
+                               timing=SimpleNamespace(search_autotune_rep_ms=rep_ms))
+    fc = FinalCheck(settings, ArbiterPolicy(), SimpleNamespace(evaluate=evaluate), None, None,
+                    lambda s: None, False, BudgetPolicy(120.0, clock),
+                    estimate_s=lambda cand: FINAL_FIXED_S + 10.0
+                    + fc._autotune_s(cand, original, len(perf)))
+    return fc, task, original, best, asked
+
+
+def test_an_autotuned_check_reserves_room_for_the_short_benchmark_only():
+    """The shortest check tunes on the search's short benchmark: the rounds reserve room for
+    that, not for Triton's own 125 ms per config and key."""
+    from tritonforge.search.budget import AUTOTUNE_SHORT_CONFIG_S
+    fc, task, original, best, _ = _autotuned_final_check(Clock(0.0))
+    full_check, full_fixed = fc._expected_s(best), fc._fixed_s(best, original, 40)
+    check, fixed = fc._shortest(best, original, 40)
+    saving = 2 * 3 * 40 * (AUTOTUNE_CONFIG_S - AUTOTUNE_SHORT_CONFIG_S)
+    assert full_fixed - fixed == pytest.approx(saving) and full_check - check == pytest.approx(saving)
+    # a file that autotunes nothing saves nothing; nor does a search timed with Triton's own
+    plain = Candidate("x = 1\n", "r")
+    assert fc._shortest(plain, plain, 40) == (fc._expected_s(plain), fc._fixed_s(plain, plain, 40))
+    own, *_ = _autotuned_final_check(Clock(0.0), rep_ms=0.0)
+    assert own._shortest(best, original, 40) == (own._expected_s(best),
+                                                 own._fixed_s(best, original, 40))
+
+
+def test_an_autotuned_check_tunes_as_the_user_does_where_it_fits_and_short_where_not(monkeypatch):
+    """Triton's own benchmark (the plan's autotune_rep_ms None) with time for it; the short one,
+    said in the decision, where Triton's own would not end by the cap. With the full tuning's
+    60 s on top of the fixed part, a check at 100 s of a 120 s budget used to be refused."""
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    clock = Clock(0.0)
+    fc, task, original, best, asked = _autotuned_final_check(clock)
+    final, out = fc._output(task, original, [best], [], [], 2.0, [])
+    assert asked[-1].autotune_rep_ms is None and out is best and "benchmark" not in final.reason
+    clock.now = 100.0                          # 50 s left before the 150 s cap
+    full = shortest_check_s(fc._expected_s(best), fc._fixed_s(best, original, 40))
+    assert full > 50.0                         # Triton's own tuning alone would not end by it
+    fc, task, original, best, asked = _autotuned_final_check(clock)
+    final, out = fc._output(task, original, [best], [], [], 2.0, [])
+    assert asked and asked[-1].autotune_rep_ms == 10.0
+    assert out is best and final.accepted and "10 ms benchmark" in final.reason

@@ -16,7 +16,8 @@ one round of max_reduction (7 variants of 11-19 configs on 4 keys) held the excl
 272 s while three shards waited. A short benchmark still times each config and picks the quickest;
 both sides of a comparison are tuned the same way. The final check (``TimingPlan.autotune_rep_ms``
 None) autotunes with Triton's own benchmark in a fresh process, so the figures reported are those
-of the config the user's real autotuner picks. The CPU interpreter has its own shim
+of the config the user's real autotuner picks, unless that tuning would not end by the record's
+cap: then it uses the short benchmark too, and its decision says so (``search.final_check``). The CPU interpreter has its own shim
 (``runtime.cpu_shim``).
 """
 

@@ -33,7 +33,8 @@ def final_check_plan(settings: Settings) -> TimingPlan:
     """The final check times every variant on every case in full: its figures are the ones
     reported, and a variant dropped early there (on one noisy estimate) would lose a real
     speedup. The per-case time budget still bounds slow cases. Autotuned kernels tune with
-    Triton's own benchmark there, as in the user's process."""
+    Triton's own benchmark there, as in the user's process, where that ends by the record's cap
+    (``search.final_check.FinalCheck._plan``)."""
     return dataclasses.replace(timing_plan(settings), abandon_slower=None, screen_slower=None,
                                autotune_rep_ms=None)
 

@@ -95,8 +95,9 @@ def autotunes_quickly(dev: str, request: EvaluateRequest) -> bool:
 def autotune_mode(dev: str, request: EvaluateRequest) -> str:
     """How the request's autotuners benchmark their configs: 'compile' (a compile-only pass:
     each config compiled, nothing launched), 'quick' (verification on the GPU: each config run
-    twice), 'short' (the search's timings: a short do_bench), or 'full'
-    (Triton's own: the final check, the baseline, and the CPU interpreter with its own shim)."""
+    twice), 'short' (the search's timings, and a final check that Triton's own would not end by
+    the record's cap: a short do_bench), or 'full' (Triton's own: the final check, the baseline,
+    and the CPU interpreter with its own shim)."""
     if dev == "cuda" and request.compile_only:
         return "compile"
     if autotunes_quickly(dev, request):

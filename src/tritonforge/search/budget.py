@@ -142,15 +142,23 @@ class FinalCheckEstimate:
 # (bmm_optimized, a new key per performance case) ran 3 s per case in its final check: 0.23 s a
 # config; its 12-config original 0.13 s a config in the baseline.
 AUTOTUNE_CONFIG_S = 0.25
+# The same with the search's short benchmark (``runtime.quick_autotune.short_bench``, 10 ms of
+# repetitions), which a final check uses where Triton's own would not end by the record's cap
+# (``FinalCheck._plan``). On four H100s (engine 1018ceeea5af, 2026-11-27) the baselines of three
+# autotuned records, which tune that way, spent 0.026-0.032 s per config and key in their first
+# runs (every case's first run included): rowwise_quantization_triton 5.6 s for 12 configs on 18
+# keys, reversed_cumsum 3.7 s for 9 on 13, swiglu_fwd 3.2 s for 6 on 18.
+AUTOTUNE_SHORT_CONFIG_S = 0.04
 _CONFIG = re.compile(r"triton\.Config\s*\(")
 
 
-def autotune_first_run_s(source: str, perf_cases: int) -> float:
+def autotune_first_run_s(source: str, perf_cases: int,
+                         config_s: float = AUTOTUNE_CONFIG_S) -> float:
     """Seconds a fresh process spends tuning ``source``'s ``@triton.autotune`` configs on its
     first runs: every config benchmarked once per performance case (each case taken as its own
-    key, the worst case). 0 for a file without autotune."""
+    key, the worst case), ``config_s`` each. 0 for a file without autotune."""
     configs = len(_CONFIG.findall(source)) if "autotune" in source else 0
-    return configs * perf_cases * AUTOTUNE_CONFIG_S
+    return configs * perf_cases * config_s
 
 
 PICK = re.compile(r"^autotune pick original: (\S+) (.*) -> ")
@@ -195,17 +203,19 @@ class AutotuneCost:
     # T, once a case)
     original_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def seconds(self, source: str, perf_cases: int, new_cases: int = 0) -> float:
+    def seconds(self, source: str, perf_cases: int, new_cases: int = 0,
+                config_s: float = AUTOTUNE_CONFIG_S) -> float:
         """``new_cases``: cases the original's baseline run did not have (generated cases that
-        joined later), each a possible new key of every kernel the original tuned."""
+        joined later), each a possible new key of every kernel the original tuned; ``config_s``:
+        one config's benchmark on one key (``AUTOTUNE_SHORT_CONFIG_S`` on the short one)."""
         if "autotune" not in source:
             return 0.0
         if self.keys is None:
-            return autotune_first_run_s(source, perf_cases)
+            return autotune_first_run_s(source, perf_cases, config_s)
         try:
             analysis = _analysis(source)
         except Exception:  # noqa: BLE001 - an odd file: the worst case
-            return autotune_first_run_s(source, perf_cases)
+            return autotune_first_run_s(source, perf_cases, config_s)
         runs = 0
         for k in analysis.kernels:
             if k.autotune is None:
@@ -219,7 +229,7 @@ class AutotuneCost:
                 tuned = self.keys.get(k.name, 0)
                 keys = tuned + new_cases if tuned else 0
             runs += configs * keys
-        return runs * AUTOTUNE_CONFIG_S
+        return runs * config_s
 
 
 @functools.lru_cache(maxsize=64)

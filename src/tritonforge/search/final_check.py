@@ -31,7 +31,10 @@ from ..runtime.timing_plan import final_check_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
-from .budget import FINAL_FIXED_S, AutotuneCost, BudgetPolicy
+from .budget import (
+    AUTOTUNE_SHORT_CONFIG_S, FINAL_FIXED_S, FIT_SLACK, AutotuneCost, BudgetPolicy,
+    shortest_check_s,
+)
 from .emit import autotune_candidate
 from .final_dispatch import size_dispatch_check
 from .prune import task_element_bytes
@@ -132,26 +135,74 @@ class FinalCheck:
         budget = getattr(self, "budget", None)
         if budget is None:
             return None
-        go = budget.first_check(self._expected_s(cand), self._fixed_s(cand, original, perf))
+        go = budget.first_check(*self._shortest(cand, original, perf))
         return None if go else go.reason
 
     def _fixed_s(self, cand: Candidate, original: Candidate, perf: int) -> float:
-        """The part of a final check no plan shortens: the fixed cost and both files' first-run
-        autotuning over ``perf`` performance cases (``autotune_cost``, set by the loop from
-        what the original's baseline tuned; every config on every case without it)."""
+        """The part of a final check no timing plan shortens: the fixed cost and both files'
+        first-run autotuning over ``perf`` performance cases with Triton's own benchmark
+        (``autotune_cost``, set by the loop from what the original's baseline tuned; every
+        config on every case without it)."""
+        return self._fixed_part() + self._autotune_s(cand, original, perf)
+
+    def _autotune_s(self, cand: Candidate, original: Candidate, perf: int,
+                    config_s: float | None = None) -> float:
+        """Both files' first-run autotuning in a check over ``perf`` performance cases, each
+        config's benchmark on each key taking ``config_s`` (None: Triton's own)."""
         new = self.new_cases()
-        return (self._fixed_part() + self.autotune_cost.seconds(cand.source, perf, new)
-                + self.autotune_cost.seconds(original.source, perf, new))
+        cost = self.autotune_cost
+        if config_s is None:
+            return cost.seconds(cand.source, perf, new) + cost.seconds(original.source, perf, new)
+        return (cost.seconds(cand.source, perf, new, config_s)
+                + cost.seconds(original.source, perf, new, config_s))
+
+    def _short_rep_ms(self) -> float | None:
+        """The short autotune benchmark's repetitions (the search's: ``runtime.quick_autotune``),
+        None where the settings time the search with Triton's own benchmark."""
+        timing = getattr(self.settings, "timing", None)     # a test double may lack it
+        return getattr(timing, "search_autotune_rep_ms", None) or None
+
+    def _short_saving_s(self, cand: Candidate, original: Candidate, perf: int) -> float:
+        """Seconds a check of ``cand`` saves by autotuning on the short benchmark (0 where
+        neither file autotunes or there is no short benchmark)."""
+        if self._short_rep_ms() is None:
+            return 0.0
+        return max(0.0, self._autotune_s(cand, original, perf)
+                   - self._autotune_s(cand, original, perf, AUTOTUNE_SHORT_CONFIG_S))
+
+    def _shortest(self, cand: Candidate, original: Candidate, perf: int) -> tuple[float, float]:
+        """(expected seconds, the part no timing plan shortens) of the shortest check of
+        ``cand`` that ``_plan`` may run: autotuning on the short benchmark where it saves time.
+        The rounds reserve room for it and the first check starts on it
+        (``BudgetPolicy.first_check``); ``BudgetPolicy.shortest_check_s`` then cuts its timing."""
+        saving = self._short_saving_s(cand, original, perf)
+        return (self._expected_s(cand) - saving,
+                self._fixed_s(cand, original, perf) - saving)
 
     def _plan(self, task: Task, original: Candidate, cand: Candidate):
         """The final-check plan, shortened to end by the cap (``BudgetPolicy.fit_plan``); the
-        fixed part, which no plan shortens, includes both files' first-run autotuning."""
+        fixed part, which no timing plan shortens, includes both files' first-run autotuning.
+
+        Autotuning uses Triton's own benchmark (25 ms of warm-up and 100 ms of repetitions per
+        config and key), as the user's process does, wherever the check fits before the cap with
+        it on its shortest timing; where it does not, the search's short benchmark
+        (``TimingPlan.autotune_rep_ms``, the same for both files), and the decision says so
+        (``_final_once``). With Triton's own benchmark alone, the final checks of
+        rowwise_quantization_triton (12 configs on 18 keys), swiglu_fwd and reversed_cumsum
+        were expected to take 155, 87 and 107 s: on four H100s (120 s a record, engine
+        1018ceeea5af, 2026-11-27) their searches stopped at 48-59 s, each with verified
+        candidates never timed for want of room before the cap."""
         plan = final_check_plan(self.settings)
         budget = getattr(self, "budget", None)
         if budget is None or plan is None:
             return plan
-        fixed = self._fixed_s(cand, original, len(task.performance_cases))
-        return budget.fit_plan(plan, fixed, self._expected_s(cand))
+        perf = len(task.performance_cases)
+        check, fixed = self._expected_s(cand), self._fixed_s(cand, original, perf)
+        saving = self._short_saving_s(cand, original, perf)
+        if saving > 0 and shortest_check_s(check, fixed) > budget.left_s() - FIT_SLACK * check:
+            plan = replace(plan, autotune_rep_ms=self._short_rep_ms())
+            check, fixed = check - saving, fixed - saving
+        return budget.fit_plan(plan, fixed, check)
 
     def _output(self, task: Task, original: Candidate, chain: list[Candidate], ranked: list,
                 split: list, factor: float, notes: list[str], runners: list = ()
@@ -372,7 +423,9 @@ class FinalCheck:
             if decision.accepted or self.interpreted or not suspects:
                 break
             budget = getattr(self, "budget", None)
-            room = budget.another_check(self._fixed_part() + self._expected_s(best)) if budget else True
+            room = budget.another_check(
+                self._fixed_part() + self._shortest(best, original, len(task.performance_cases))[0]
+            ) if budget else True
             if not room:
                 # the twin runs and a check again would end past the cap: the rejection stands
                 log.info("%s: final check not narrowed: %s", task.name, room.reason)
@@ -412,13 +465,16 @@ class FinalCheck:
             original_r, best_r = evaluation.result("original"), evaluation.result("best")
             decision = judge(original_r, best_r, perf, interpreted=self.interpreted,
                              policy=self.policy)
+            decision = _short_autotune_noted(decision, plan, original, best)
             if decision.speedup == decision.speedup:      # timed through: a full check's wall
                 self._observe(best, plan, wall_s)
             if decision.accepted or not _out_of_memory(original_r, best_r) \
                     or attempt == OOM_RETRIES:
                 break
             budget = getattr(self, "budget", None)
-            room = budget.another_check(self._fixed_part() + self._expected_s(best)) if budget else True
+            room = budget.another_check(
+                self._fixed_part() + self._shortest(best, original, len(perf))[0]
+            ) if budget else True
             if not room:
                 break
             self.progress(f"{task.name}: final check ran out of memory; checking again")
@@ -461,6 +517,19 @@ class FinalCheck:
         finally:
             if ev is not self.timer:
                 ev.close()
+
+
+def _short_autotune_noted(decision: Decision, plan, original: Candidate,
+                          best: Candidate) -> Decision:
+    """``decision`` with its reason saying the check autotuned on the short benchmark, where its
+    plan did and either file autotunes: its figures are those of the configs that benchmark
+    picked, which Triton's own may not pick in the user's process."""
+    rep = getattr(plan, "autotune_rep_ms", None)
+    if not rep or not any("autotune" in c.source for c in (original, best)):
+        return decision
+    return replace(decision, reason=f"{decision.reason} [autotuned on a {rep:g} ms benchmark "
+                                    "per config and key, not Triton's own 125 ms: that would "
+                                    "not have ended by the record's cap]")
 
 
 def _out_of_memory(*results: VariantResult) -> bool:

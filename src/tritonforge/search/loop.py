@@ -324,21 +324,19 @@ class Optimizer:
             early = [t for t in split_deferred(state.task, state.verify_tiers)[0] if t]
             if early == [report.tier]:      # what passed ahead passed all of round 1's tiers
                 verified_before = {h: at - start for h, at in report.passed_at}
+        # the final check the rounds leave room for: its shortest (``FinalCheck._shortest``)
+        shortest = lambda: self.final_check._shortest(  # noqa: E731
+            original, original, len(perf_ids()))
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
                        self.final_check._split_worthy, self._emit, self.settings.search.min_speedup,
                        self.settings.search.patience, self._final_worker_started,
-                       lambda: budget.room_for(self.final_check._expected_s(original)),
+                       lambda: budget.room_for(shortest()[0]),
                        lambda: time.perf_counter() - start,
                        lambda: budget.budget_s is None or budget.elapsed() < budget.budget_s,
-                       lambda: budget.timing_room_s(
-                           self.final_check._expected_s(original),
-                           self.final_check._fixed_s(original, original, len(perf_ids()))),
-                       in_budget=lambda: budget.room_in_budget(
-                           self.final_check._expected_s(original),
-                           self.final_check._fixed_s(original, original, len(perf_ids()))),
+                       lambda: budget.timing_room_s(*shortest()),
+                       in_budget=lambda: budget.room_in_budget(*shortest()),
                        timing_room_in_budget_s=lambda: budget.timing_room_in_budget_s(
-                           self.final_check._expected_s(original),
-                           self.final_check._fixed_s(original, original, len(perf_ids()))),
+                           *shortest()),
                        verified_before=verified_before)
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
@@ -455,8 +453,7 @@ class Optimizer:
             check = getattr(self, "final_check", None)
             perf = len(state.task.performance_cases)
             if check is not None and check.estimate_s is not None:
-                final_s = check._expected_s(state.incumbent)
-                fixed_s = check._fixed_s(state.incumbent, state.original, perf)
+                final_s, fixed_s = check._shortest(state.incumbent, state.original, perf)
             else:
                 final_s = env.estimate.seconds(c.id for c in state.task.performance_cases)
                 fixed_s = None
