@@ -45,6 +45,15 @@ def speedup_bounds(incumbent: VariantResult, candidate: VariantResult, case_ids:
     return speedup, low, geo, per_case
 
 
+def regressed_beyond(incumbent: VariantResult, candidate: VariantResult, case_ids: tuple[str, ...],
+                     limit: float, policy: ArbiterPolicy = ArbiterPolicy()) -> dict[str, float]:
+    """The cases where ``candidate`` is slower than ``incumbent`` by more than ``limit`` at the
+    lower confidence bound of its slowdown (the per-case test of ``judge``, at another limit):
+    case -> that bound."""
+    *_, slow_low = _bootstrap(incumbent, candidate, case_ids, policy)
+    return {cid: v for cid, v in slow_low.items() if v > 1 + limit}
+
+
 def _bootstrap(incumbent: VariantResult, candidate: VariantResult, case_ids: tuple[str, ...],
                policy: ArbiterPolicy) -> tuple[float, float, float, dict[str, float], dict[str, float]]:
     """The figures of ``speedup_bounds`` and, per case, the lower confidence bound of the

@@ -126,10 +126,11 @@ class FinalCheckEstimate:
             return DEFAULT_RATIO
         return min(max(self.measured_s / self.modelled_s, 1.0), MAX_RATIO)
 
-    def timing_s(self, case_ids: Iterable[str], variants: int) -> float:
+    def timing_s(self, case_ids: Iterable[str], variants: int,
+                 plan: TimingPlan | None = None) -> float:
         """The search's expected seconds timing ``variants`` (the incumbent included) on
-        ``case_ids``, as its timing requests so far went."""
-        return self.ratio * self._model_s(case_ids, variants, self.search_plan)
+        ``case_ids`` with ``plan`` (None: the search's), as its timing requests so far went."""
+        return self.ratio * self._model_s(case_ids, variants, plan or self.search_plan)
 
     def seconds(self, perf_ids: Iterable[str]) -> float:
         """The final check's expected seconds over the performance cases ``perf_ids``."""

@@ -37,6 +37,7 @@ from .budget import (
 )
 from .emit import autotune_candidate
 from .final_dispatch import size_dispatch_check
+from .finalists import Sweep
 from .prune import task_element_bytes
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ class FinalCheck:
     # not have (generated ones that joined later): both set by the loop once the baseline ran
     autotune_cost: AutotuneCost = AutotuneCost()
     new_cases: Callable[[], int] = staticmethod(lambda: 0)
+    # the finalists timed on every performance case before the checks (``search.finalists``),
+    # set by the loop: a finalist it found far slower on some case is not checked
+    sweep: Sweep = Sweep()
 
     def __init__(self, settings: Settings, policy: ArbiterPolicy, timer: Evaluator,
                  make_final_evaluator: Callable[[], Evaluator] | None, store: RunStore | None,
@@ -408,6 +412,13 @@ class FinalCheck:
         perf-04 in the final check, after the search had accepted a 1.067x candidate; and
         attention_kernel's pipelined best crashed on perf-14, a case whose perf-script tile
         reads past its 16-row tensors."""
+        veto = self.sweep.veto(best)
+        if veto is not None:
+            log.info("%s: final check of %s not run: %s", getattr(task, "name", "?"),
+                     best.description or best.hash, veto.reason)
+            if self.store:
+                self.store.put_decision(task.name, 0, veto)
+            return veto
         refused = self._budget_refuses(best, original, len(task.performance_cases))
         if refused is not None:
             log.info("%s: final check of %s not run: %s", getattr(task, "name", "?"),

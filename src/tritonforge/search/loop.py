@@ -41,6 +41,7 @@ from .cases import (  # noqa: F401 - re-exported: callers and tests import them 
 )
 from .ahead import CompileAhead
 from .final_check import FinalCheck
+from .finalists import Sweep, finalists, sweep, sweep_plan
 from .phases import PhaseClock, PhaseTime
 from .proposer import Proposer
 from .roofline import roofline_call
@@ -344,6 +345,10 @@ class Optimizer:
                    round=state.round, **counts(state))
         with clock.phase("final check"):
             notes = list(state.notes)
+            self.final_check.sweep = self._sweep(state, original, estimate,
+                                                 lambda: budget.timing_room_s(*shortest()))
+            if self.final_check.sweep.decisions:
+                notes.append(self.final_check.sweep.note())
             final, best_c = self.final_check._output(state.task, original, list(state.chain),
                                                      list(state.ranked), list(state.split),
                                                      state.factor, notes,
@@ -360,6 +365,27 @@ class Optimizer:
                               state.search_ids, tuple(notes), gpu_blocked_s() - blocked0,
                               clock.times(), counts(state)["verified"], state.first_verified_s,
                               GeneratedCounts(verify_s_per_candidate=self.stages.generated_tier_s()))
+
+    def _sweep(self, state: SearchState, original: Candidate, estimate: FinalCheckEstimate,
+               room_s: Callable[[], float]) -> Sweep:
+        """The finalists timed on every performance case (``search.finalists``), where the
+        search did not time them all and ``room_s()`` (the timing the final check's shortest plan
+        leaves room for before the cap) holds the sweep's estimate; else an empty sweep."""
+        perf = tuple(c.id for c in state.task.performance_cases)
+        cands = finalists(list(state.chain), list(state.split), list(state.runners), original)
+        if self.interpreted or not cands or set(perf) <= set(state.search_ids):
+            return Sweep()
+        plan = sweep_plan(timing_plan(self.settings))
+        room = room_s()
+        need = estimate.timing_s(perf, 1 + len(cands), plan)
+        if need > room:
+            log.info("%s: finalists not swept: about %.0f s needed, %.0f s of room", state.task.name,
+                     need, room)
+            return Sweep()
+        self._emit("final-check", f"{state.task.name}: timing {len(cands)} finalist(s) on every "
+                                  "performance case")
+        return sweep(self.stages._time, state.task, original, cands, plan, self.policy,
+                     end_within_s=room if room != float("inf") else None)
 
     def _join_late(self, state: SearchState, base: VariantResult, clock: PhaseClock,
                    wait: bool) -> SearchState:

@@ -26,6 +26,7 @@ from ..model import (
 from ..profile.session import ProfileOptions, profile_task, step_note
 from ..runtime.failures import WORKER_KILLERS
 from ..runtime.evaluator import Evaluator
+from ..runtime.timing import TimingPlan
 from ..store import RunStore
 from .blame import blamed_cases, twin_blamed
 from .cascade import variant as _variant
@@ -150,13 +151,15 @@ class RoundStages:
         return evaluation.result("candidate")
 
     def _time(self, task: Task, incumbent: Candidate, cands: list[Candidate],
-              case_ids: tuple[str, ...], end_within_s: float | None = None) -> Evaluation:
+              case_ids: tuple[str, ...], end_within_s: float | None = None,
+              plan: TimingPlan | None = None) -> Evaluation:
         """Time the incumbent and ``cands`` together. A candidate that kills the worker (a crash,
         a hang, host memory) leaves the others "not evaluated": they are timed again without it,
         up to ``TIME_RETRIES`` times (one candidate's out-of-memory kill left a whole round of
         destindex_copy unjudged, H100 2026-11-23). The incumbent killing it ends the retries.
         ``end_within_s``: the seconds the timing should end within (the room it leaves the final
-        check; ``Evaluator.evaluate``), each retry within what is left of it."""
+        check; ``Evaluator.evaluate``), each retry within what is left of it. ``plan``: the
+        timing plan (None: the search's)."""
         started = time.monotonic()
 
         def within() -> float | None:
@@ -165,7 +168,7 @@ class RoundStages:
             _variant(c, f"c{i}") for i, c in enumerate(cands))
         evaluation = self.timer.evaluate(task, variants, purpose="time", case_ids=case_ids,
                                          verify=False, time=True, run_cases=False, keep_going=True,
-                                         end_within_s=within())
+                                         plan=plan, end_within_s=within())
         final: dict[str, VariantResult] = {r.variant: r for r in evaluation.results}
         notes = list(evaluation.notes)
         for _ in range(TIME_RETRIES):
@@ -178,7 +181,7 @@ class RoundStages:
                           f"killed the worker ({len(skipped)} variant(s) not timed)")
             again = self.timer.evaluate(task, tuple(skipped), purpose="time", case_ids=case_ids,
                                         verify=False, time=True, run_cases=False, keep_going=True,
-                                        end_within_s=within())
+                                        plan=plan, end_within_s=within())
             final.update({r.variant: r for r in again.results})
             notes += again.notes
         if all(final[r.variant] is r for r in evaluation.results):

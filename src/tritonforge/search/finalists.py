@@ -1,0 +1,117 @@
+"""Every performance case for the finalists, before the final check (search side).
+
+The search times its candidates on a few representative cases (``cases.representative_cases``);
+the final check, in a fresh process, times every performance case and rejects a candidate that
+is slower on any of them beyond the per-case limit. One final check takes 20-50 s of a 120 s
+record, so such a rejection leaves no time for the next finalist: on four H100s (engine
+4ecfc35b906c, 120 s a record, 2026-11-27) fp4_to_bf16's best was rejected for perf-02 58%
+slower and kldiv_ops' for perf-09 14% slower, both cases the search never timed, and neither
+record had the time left to check its runner-up in a fresh process.
+
+The sweep times the original and up to ``MAX_FINALISTS`` finalists (the accepted chain's last
+three, best first; the best split config; the runners-up) together on every performance case, in
+the search's timing worker, on a plan of ``SWEEP_ROUNDS`` rounds. The final check then skips a
+finalist the sweep found slower on some case beyond ``SWEEP_LIMIT_FACTOR`` times the per-case
+limit at the lower bound, and the sweep's decision stands in for the check's (a size dispatch
+takes it as its veto: ``FinalCheck._final``). The sweep only rejects: a finalist it passes is
+checked in a fresh process as before. It runs only where the record's time leaves it room beside
+the final check's shortest plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from ..model import Candidate, Decision, Status, Task
+from ..runtime.timing import TimingPlan
+from .arbiter import ArbiterPolicy, judge, regressed_beyond
+
+log = logging.getLogger(__name__)
+
+MAX_FINALISTS = 4
+SWEEP_ROUNDS = 4          # the baseline times every case in 3 rounds; the search's plan has 10
+SWEEP_LIMIT_FACTOR = 2.0  # skipped only beyond twice the per-case limit: a sweep is no check
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What the sweep found: per finalist's hash, its decision against the original over every
+    performance case, and the cases (with their slowdown's lower bound) where it is slower
+    beyond ``SWEEP_LIMIT_FACTOR`` times the per-case limit."""
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+    slower: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def veto(self, cand: Candidate) -> Decision | None:
+        """The decision that stands in for ``cand``'s final check (None: check it)."""
+        slow = self.slower.get(cand.hash)
+        if not slow:
+            return None
+        d = self.decisions[cand.hash]
+        case = max(slow, key=slow.get)
+        return dataclasses.replace(
+            d, accepted=False,
+            reason=f"not checked in a fresh process: timed on every performance case in the "
+                   f"search's worker, case {case} is {100 * (slow[case] - 1):.0f}% slower at the "
+                   f"lower bound ({d.reason})")
+
+    def note(self) -> str:
+        vetoed = sum(1 for v in self.slower.values() if v)
+        return (f"finalists timed on every performance case in the search's worker: "
+                f"{len(self.decisions)} in {self.seconds:.0f} s, {vetoed} slower on some case "
+                f"beyond {SWEEP_LIMIT_FACTOR:g}x the per-case limit (not checked in a fresh "
+                f"process)")
+
+
+def finalists(chain: list[Candidate], split: list, runners: list,
+              original: Candidate) -> list[Candidate]:
+    """The candidates the final check may reach, in the order it reaches them: the chain's last
+    three (best first), the best split config, the runners-up; at most ``MAX_FINALISTS``."""
+    order = list(reversed(chain[-3:]))
+    order += [c for _, _, c in sorted(split, key=lambda r: (r[0], r[1]), reverse=True)[:1]]
+    order += [c for _, _, c in sorted(runners, key=lambda r: (r[0], r[1]), reverse=True)]
+    seen = {original.hash}
+    out = []
+    for c in order:
+        if c.hash not in seen:
+            seen.add(c.hash)
+            out.append(c)
+    return out[:MAX_FINALISTS]
+
+
+def sweep_plan(search_plan: TimingPlan) -> TimingPlan:
+    """The search's plan cut to ``SWEEP_ROUNDS`` rounds, with no variant dropped for being slow
+    (the sweep's question is how much slower)."""
+    rounds = min(search_plan.rounds, SWEEP_ROUNDS)
+    return dataclasses.replace(search_plan, rounds=rounds,
+                               min_rounds=min(search_plan.min_rounds, rounds),
+                               abandon_slower=None, screen_slower=None)
+
+
+def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
+          cands: list[Candidate], plan: TimingPlan, policy: ArbiterPolicy,
+          end_within_s: float | None) -> Sweep:
+    """Time ``original`` and ``cands`` on every performance case of ``task`` with ``time_fn``
+    (``RoundStages._time``) and judge each against the original. A candidate the timing did not
+    reach, or that failed there, has no decision: its final check decides."""
+    perf = tuple(c.id for c in task.performance_cases)
+    if not cands or not perf:
+        return Sweep()
+    started = time.monotonic()
+    evaluation = time_fn(task, original, cands, perf, end_within_s=end_within_s, plan=plan)
+    results = {r.variant: r for r in evaluation.results}
+    base = results.get("incumbent")
+    decisions, slower = {}, {}
+    if base is not None and base.timings:
+        limit = SWEEP_LIMIT_FACTOR * policy.max_case_regression
+        for i, cand in enumerate(cands):
+            r = results.get(f"c{i}")
+            if r is None or r.status is not Status.OK or not r.timings:
+                continue
+            decisions[cand.hash] = judge(base, r, perf, interpreted=False, policy=policy)
+            slower[cand.hash] = regressed_beyond(base, r, perf, limit, policy)
+    return Sweep(decisions, slower, time.monotonic() - started)

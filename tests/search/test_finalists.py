@@ -1,0 +1,144 @@
+"""The finalists timed on every performance case before the final check (search.finalists): who
+is swept, which finalist a sweep vetoes, the final check skipping a vetoed one for the next, and
+when the loop sweeps at all."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tritonforge.config import Settings
+from tritonforge.model import Candidate, Status, Timing, TimingMethod, VariantResult
+from tritonforge.runtime.timing import TimingPlan
+from tritonforge.search.arbiter import ArbiterPolicy
+from tritonforge.search.budget import BudgetPolicy
+from tritonforge.search.final_check import FinalCheck
+from tritonforge.search.finalists import (
+    MAX_FINALISTS, SWEEP_ROUNDS, Sweep, finalists, sweep, sweep_plan,
+)
+from tritonforge.search.loop import Optimizer
+
+ORIGINAL = Candidate("x = 0\n", "original")
+PERF = tuple(f"p{i}" for i in range(6))
+TASK = SimpleNamespace(name="t", performance_cases=tuple(SimpleNamespace(id=c) for c in PERF),
+                       cases=())
+
+
+def _cand(i):
+    return Candidate(f"x = {i}\n", "r", description=f"c{i}")
+
+
+def _result(name, ms_by_case, status=Status.OK):
+    rng = np.random.default_rng(7)
+    return VariantResult(name, name, status, timings=tuple(
+        Timing(cid, name, TimingMethod.CUDA_EVENTS, tuple(ms * (1 + 0.01 * rng.standard_normal(12))))
+        for cid, ms in ms_by_case.items()))
+
+
+def test_the_finalists_are_the_chains_last_three_best_first_then_the_split_then_the_runners():
+    a, b, c, d, e, f = (_cand(i) for i in range(1, 7))
+    out = finalists([a, b, c, d], [(1.2, 0, e), (1.5, 0, f)], [(1.1, 0, b), (1.3, 0, e)], ORIGINAL)
+    assert out == [d, c, b, f][:MAX_FINALISTS]
+    # the original is never a finalist, and a candidate comes once
+    assert finalists([ORIGINAL, a], [], [(1.0, 0, a)], ORIGINAL) == [a]
+    assert finalists([], [], [], ORIGINAL) == []
+
+
+def test_the_sweep_plan_is_short_and_drops_no_variant():
+    plan = sweep_plan(TimingPlan(rounds=10, min_rounds=4, abandon_slower=1.3, screen_slower=1.1))
+    assert plan.rounds == SWEEP_ROUNDS and plan.min_rounds == min(4, SWEEP_ROUNDS)
+    assert plan.abandon_slower is None and plan.screen_slower is None
+
+
+def _time_fn(ms_by_variant, seen):
+    def time_fn(task, incumbent, cands, case_ids, end_within_s=None, plan=None):
+        seen.append((incumbent, list(cands), case_ids, end_within_s, plan))
+        results = [_result("incumbent", ms_by_variant["incumbent"])]
+        for i, _ in enumerate(cands):
+            spec = ms_by_variant[f"c{i}"]
+            status = Status.OK
+            if spec is None:
+                spec, status = {}, Status.CRASH
+            results.append(_result(f"c{i}", spec, status))
+        return SimpleNamespace(results=tuple(results))
+    return time_fn
+
+
+def test_a_finalist_far_slower_on_a_case_the_search_never_timed_is_vetoed():
+    """c0: twice as fast but 100% slower on p1; c1: 3% slower on p1 (within twice the limit);
+    c2: crashed in the sweep (its final check decides)."""
+    base = {cid: 1.0 for cid in PERF}
+    c0 = {**{cid: 0.5 for cid in PERF}, "p1": 2.0}
+    c1 = {**{cid: 0.8 for cid in PERF}, "p1": 1.03}
+    seen = []
+    cands = [_cand(i) for i in range(1, 4)]
+    out = sweep(_time_fn({"incumbent": base, "c0": c0, "c1": c1, "c2": None}, seen), TASK, ORIGINAL,
+                cands, sweep_plan(TimingPlan()), ArbiterPolicy(), end_within_s=30.0)
+    assert seen[0][2] == PERF and seen[0][3] == 30.0 and seen[0][0] is ORIGINAL
+    veto = out.veto(cands[0])
+    assert veto is not None and not veto.accepted and "p1" in veto.reason
+    assert "not checked in a fresh process" in veto.reason
+    assert veto.speedup > 1.05 and veto.worst_case_ratio > 1.9      # a size dispatch's veto
+    assert out.veto(cands[1]) is None and out.decisions[cands[1].hash].accepted
+    assert out.veto(cands[2]) is None and cands[2].hash not in out.decisions
+    assert "3 in" not in out.note() and "2 in" in out.note()
+    assert sweep(_time_fn({}, []), TASK, ORIGINAL, [], TimingPlan(), ArbiterPolicy(), None) == Sweep()
+
+
+PLAN = TimingPlan(rounds=10, min_rounds=4, case_budget_ms=6000.0)
+
+
+def test_the_final_check_skips_a_vetoed_finalist_for_the_next(monkeypatch):
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    a, b = _cand(1), _cand(2)
+    asked = []
+
+    def evaluate(task, variants, **kwargs):
+        asked.append(variants[1].hash)
+        o = _result("original", {cid: 1.0 for cid in PERF})
+        bst = _result("best", {cid: 0.8 for cid in PERF})
+        return SimpleNamespace(result=lambda name: o if name == "original" else bst)
+
+    fc = FinalCheck(SimpleNamespace(emit="fixed", min_speedup=1.05), ArbiterPolicy(),
+                    SimpleNamespace(evaluate=evaluate), None, None, lambda s: None, False,
+                    BudgetPolicy(None, lambda: 0.0))
+    base = {cid: 1.0 for cid in PERF}
+    seen = []
+    fc.sweep = sweep(_time_fn({"incumbent": base, "c0": {**{c: 0.5 for c in PERF}, "p3": 1.5},
+                               "c1": {c: 0.8 for c in PERF}}, seen),
+                     TASK, ORIGINAL, [b, a], sweep_plan(PLAN), ArbiterPolicy(), None)
+    notes = []
+    final, out = fc._output(TASK, ORIGINAL, [a, b], [], [], 1.25, notes)
+    assert asked == [a.hash]                 # b, the chain's best, never went to a fresh process
+    assert out is a and final.accepted
+    assert any("rejected 'c2'" in n and "p3" in n for n in notes)
+
+
+def _loop(perf_ids, search_ids, room, interpreted=False, need_per_variant=1.0):
+    calls = []
+    state = SimpleNamespace(task=SimpleNamespace(name="t", performance_cases=tuple(
+        SimpleNamespace(id=c) for c in perf_ids)), chain=(_cand(1),), split=(), runners=(),
+        search_ids=search_ids)
+    estimate = SimpleNamespace(timing_s=lambda ids, variants, plan: need_per_variant * variants)
+    me = SimpleNamespace(interpreted=interpreted, settings=Settings(), policy=ArbiterPolicy(),
+        _emit=lambda *a, **k: None,
+        stages=SimpleNamespace(_time=lambda *a, **k: calls.append(k) or SimpleNamespace(
+            results=(_result("incumbent", {c: 1.0 for c in perf_ids}),
+                     _result("c0", {c: 0.9 for c in perf_ids})))))
+    out = Optimizer._sweep(me, state, ORIGINAL, estimate, lambda: room)
+    return out, calls
+
+
+@pytest.mark.parametrize("perf, search, room, interpreted, swept", [
+    (PERF, PERF[:2], 60.0, False, True),
+    (PERF, PERF, 60.0, False, False),         # the search timed every case already
+    (PERF, PERF[:2], 1.0, False, False),      # no room beside the final check's shortest plan
+    (PERF, PERF[:2], 60.0, True, False),      # the interpreter times nothing
+])
+def test_the_loop_sweeps_only_where_it_adds_cases_and_has_room(perf, search, room, interpreted,
+                                                               swept):
+    out, calls = _loop(perf, search, room, interpreted)
+    assert bool(calls) is swept and bool(out.decisions) is swept
+    if swept:
+        assert calls[0]["end_within_s"] == room and calls[0]["plan"].rounds == SWEEP_ROUNDS
