@@ -18,6 +18,17 @@ def _has_cuda() -> bool:
         return False
 
 
+@pytest.fixture(autouse=True)
+def _gpu_lock_of_its_own(monkeypatch):
+    """A session on a (fake) GPU sets its own lock in the environment (runtime.gpu_lock.
+    lock_one_gpu): each test starts and ends without one, as the suite was started."""
+    from tritonforge.runtime import gpu_lock
+
+    monkeypatch.delenv(gpu_lock.GPU_LOCK_ENV, raising=False)
+    monkeypatch.delenv(gpu_lock.GPU_LOCK_SCOPE_ENV, raising=False)
+    monkeypatch.setattr(gpu_lock, "_owned", None)
+
+
 def pytest_collection_modifyitems(config, items):
     if _has_cuda():
         return

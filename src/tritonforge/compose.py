@@ -21,6 +21,7 @@ from .llm.factory import build_proposer
 from .model import Case, Task, VariantResult
 from .model.progress import ProgressSink
 from .runtime.evaluator import Evaluator, PrestartedEvaluators
+from .runtime.gpu_lock import lock_one_gpu
 from .runtime.hardware import resolve_device
 from .runtime.perf_inputs import remove_for
 from .search.config_search import ConfigSearchProposer
@@ -152,6 +153,9 @@ class OptimizeSession:
         self.store = store
         self.work_dir = Path(options.work_dir or settings.run_dir)
         self.device = device or resolve_device(settings.device)
+        if self.device == "cuda":
+            # every worker of the session shares the one GPU: none runs beside a timing
+            lock_one_gpu(self.work_dir / "gpu.lock")
         # the first worker also times (search.loop's timer); the others never do
         self.evaluators = [Evaluator(settings, self.work_dir / f"w{i}", store, device=self.device,
                                      respawn=True, times=i == 0)

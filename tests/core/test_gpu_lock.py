@@ -1,13 +1,18 @@
 """$TRITONFORGE_GPU_LOCK: processes sharing one GPU take turns for timed runs (and, with the
 scope 'all', keep untimed runs out of them)."""
 
+import os
 import subprocess
 import sys
 import threading
 import time
 
+import tritonforge.compose as compose
+from tritonforge.compose import OptimizeSession, SessionOptions
+from tritonforge.config import Settings
 from tritonforge.runtime.gpu_lock import (
-    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, lock_mode,
+    GPU_LOCK_ENV, GPU_LOCK_SCOPE_ENV, gpu_blocked_s, gpu_lock, gpu_lock_covers_all,
+    gpu_shared_with_other_processes, lock_mode, lock_one_gpu,
 )
 
 PROBE = ("import fcntl, sys\n"
@@ -145,3 +150,31 @@ def test_waiting_while_a_sibling_thread_holds_the_lock_is_not_blocked(tmp_path, 
         pass
     t.join(10)
     assert gpu_blocked_s() - before < 0.1
+
+
+def test_a_session_on_a_gpu_takes_a_lock_of_its_own_unless_one_is_set(tmp_path, monkeypatch):
+    """lock_one_gpu: the session's workers share one GPU, so untimed runs take the lock shared
+    and timing exclusive; a shard's or a user's lock stays; the process's own gives way to the
+    next session's."""
+    assert lock_one_gpu(tmp_path / "a" / "gpu.lock")
+    assert os.environ[GPU_LOCK_ENV] == str(tmp_path / "a" / "gpu.lock")
+    assert gpu_lock_covers_all() and lock_mode(True, False) == "shared"
+    assert not gpu_shared_with_other_processes()        # no compile pass before each request
+    with gpu_lock("exclusive"):
+        assert _other_process_sees(tmp_path / "a" / "gpu.lock") == "held"
+    assert lock_one_gpu(tmp_path / "b" / "gpu.lock")           # its own: the next session's
+    assert os.environ[GPU_LOCK_ENV] == str(tmp_path / "b" / "gpu.lock")
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "shard.lock"))
+    monkeypatch.setenv(GPU_LOCK_SCOPE_ENV, "all")
+    assert not lock_one_gpu(tmp_path / "c" / "gpu.lock")       # a shard's: kept
+    assert gpu_shared_with_other_processes()
+    assert os.environ[GPU_LOCK_ENV] == str(tmp_path / "shard.lock")
+
+
+def test_an_optimize_session_locks_its_gpu_and_not_the_interpreter(tmp_path, monkeypatch):
+    monkeypatch.setattr(compose, "Evaluator", lambda *a, **k: object())
+    monkeypatch.setattr(compose, "PrestartedEvaluators", lambda factory: object())
+    OptimizeSession(Settings(), None, SessionOptions(work_dir=str(tmp_path / "cpu")), device="cpu")
+    assert GPU_LOCK_ENV not in os.environ
+    OptimizeSession(Settings(), None, SessionOptions(work_dir=str(tmp_path / "gpu")), device="cuda")
+    assert os.environ[GPU_LOCK_ENV] == str(tmp_path / "gpu" / "gpu.lock")

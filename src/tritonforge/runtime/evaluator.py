@@ -26,7 +26,7 @@ from ..store import RunStore
 from ..verify.policy import check_source
 from .worker_client import CUT_REASON, Worker, cut_evaluation, trace_progress
 from .failures import WORKER_KILLERS
-from .gpu_lock import gpu_lock, gpu_lock_covers_all, lock_mode
+from .gpu_lock import gpu_lock, gpu_shared_with_other_processes, lock_mode
 from .hardware import compile_threads, resolve_device
 from .protocol import EvaluateRequest
 from .timing import TimingPlan
@@ -213,7 +213,7 @@ class Evaluator:
             request = dataclasses.replace(
                 request, variants=tuple(v for v in variants if v.name not in rejected))
         mode = lock_mode(request.variants and self.device == "cuda", time)
-        if mode and (gpu_lock_covers_all() or purpose in COMPILE_FIRST_PURPOSES) \
+        if mode and (gpu_shared_with_other_processes() or purpose in COMPILE_FIRST_PURPOSES) \
                 and task.name not in self.no_compile_pass:
             hung = self._compile_first(request, purpose)
             if hung:
