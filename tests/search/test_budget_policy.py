@@ -415,3 +415,13 @@ def test_an_autotuned_check_tunes_as_the_user_does_where_it_fits_and_short_where
     final, out = fc._output(task, original, [best], [], [], 2.0, [])
     assert asked and asked[-1].autotune_rep_ms == 10.0
     assert out is best and final.accepted and "10 ms benchmark" in final.reason
+
+
+def test_the_profile_runs_only_within_its_share_of_the_budget():
+    from tritonforge.search.budget import PROFILE_SKIP_SHARE
+    clock = Clock(PROFILE_SKIP_SHARE * 120.0)
+    assert BudgetPolicy(120.0, clock).profile_go()
+    clock.now += 1.0
+    go = BudgetPolicy(120.0, clock).profile_go()
+    assert not go and go.reason.startswith("not profiled: 37 s of the 120 s budget")
+    assert BudgetPolicy(None, Clock(1e6)).profile_go()

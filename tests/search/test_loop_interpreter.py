@@ -8,8 +8,10 @@ import pytest
 from tritonforge.config import Settings
 from tritonforge.model import Candidate, Status
 from tritonforge.runtime.evaluator import Evaluator
+from tritonforge.search import budget as budget_mod
 from tritonforge.search.loop import Optimizer
 from tritonforge.search.rules import RuleProposer
+from tritonforge.search.stages import RoundStages
 from tritonforge.store import RunStore
 from tritonforge.tasks.loader import task_from_file
 
@@ -291,3 +293,24 @@ def test_a_baseline_cut_at_the_cap_is_out_of_time_not_a_failing_original(task, t
     assert result.stop_reason.startswith("time budget spent before the original's baseline ended")
     record = pass_record(RecordRef(task.name), result, EngineId("e", "s"), "h", 0.5)
     assert record.status == "not-improved"
+
+
+def test_a_baseline_past_its_share_of_the_budget_leaves_the_original_unprofiled(task, tmp_path,
+                                                                               monkeypatch):
+    """search.budget.BudgetPolicy.profile_go: past PROFILE_SKIP_SHARE of the budget before the
+    profile (here every second counts), no profile runs; the rounds propose from the source."""
+    def no_profile(*args, **kwargs):
+        raise AssertionError("profiled")
+
+    monkeypatch.setattr(budget_mod, "PROFILE_SKIP_SHARE", 0.0)
+    monkeypatch.setattr(RoundStages, "_diagnose", no_profile)
+    settings = Settings(device="cpu", max_rounds=1, patience=1, case_timeout_s=120)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        ev = Evaluator(settings, tmp_path / "w0", store, device="cpu")
+        try:
+            result = Optimizer(task, settings, [ev], [RuleProposer()], store,
+                               candidates_per_round=2).run(600.0)
+        finally:
+            ev.close()
+    assert any(n.startswith("not profiled: ") for n in result.notes), result.notes
+    assert result.history                    # round 1 still proposed and verified

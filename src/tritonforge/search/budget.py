@@ -245,6 +245,7 @@ def _analysis(source: str):
 ROUND_MIN_SHARE = 0.25
 
 MIN_PLAN_FRACTION = 0.25     # the final check's timing is never cut below a quarter of its plan
+PROFILE_SKIP_SHARE = 0.3     # past this share of the budget before the profile, none is run
 # A final check starts where its shortest plan is expected to take up to this many times the
 # time left before the cap (``BudgetPolicy.first_check``). The estimate is a model: timing
 # requests read 0.6-2.5 times it (``CALL_OVERHEAD_MS``), final checks spent 2.8-39 times their
@@ -356,6 +357,22 @@ class BudgetPolicy:
         """Whether more work may start now and still leave the final check (``final_s``) room
         before the cap: a round stops sending verification requests once it does not."""
         return final_s <= self.left_s()
+
+    def profile_go(self) -> Go:
+        """Whether the original is profiled: not where the time spent before the profile (the
+        original's baseline, its compile pass above all) is past ``PROFILE_SKIP_SHARE`` of the
+        budget. The profile is advice and costs 13-61 s; on four H100s (120 s a record, engine
+        1018ceeea5af, 2026-11-27) the 21 of 110 records whose baseline took over 36 s all ended
+        unimproved, 18 of them with at most two candidates verified (matmul_dequant_int4: a
+        51 s baseline, a 61 s profile, no round started)."""
+        if self.budget_s is None:
+            return Go(True)
+        elapsed = self.elapsed()
+        if elapsed <= PROFILE_SKIP_SHARE * self.budget_s:
+            return Go(True)
+        return Go(False, f"not profiled: {elapsed:.0f} s of the {self.budget_s:.0f} s budget "
+                         f"spent before the profile (over {PROFILE_SKIP_SHARE:.0%}); the "
+                         "proposers work from the source alone")
 
     def profile_timeout_s(self, most_s: float = 120.0, least_s: float = 30.0) -> float:
         """How long Nsight Compute may take: ``most_s``, but no more than a quarter of the budget

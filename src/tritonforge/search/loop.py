@@ -302,8 +302,13 @@ class Optimizer:
             prestart()      # the final check's fresh worker starts while nothing is timed
         self._emit("profile")
         with clock.phase("profile"):
-            diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
-                                              base, hardware, budget.profile_timeout_s())
+            profiled = budget.profile_go()
+            if profiled:
+                diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
+                                                  base, hardware, budget.profile_timeout_s())
+            else:
+                notes.append(profiled.reason)
+                self.stages.profile = diagnosis = None
         self._late = self.late_cases
         waiting = self._late is not None and not _late_ready(self._late)
         if waiting:
