@@ -62,7 +62,8 @@ def size_dispatch_check(check: "FinalCheck", task: Task, original: Candidate, ca
     probe_start = time.perf_counter()
     budget = getattr(check, "budget", None)
     probe_s = (PROBE_BUDGET_S if budget is None
-               else budget.probe_budget_s(PROBE_BUDGET_S, check._expected_s(cand)))
+               else budget.probe_budget_s(PROBE_BUDGET_S, check._shortest(
+                   cand, original, len(task.performance_cases))[0]))
     if probe_s <= 0:
         notes.append("size dispatch not tried: its probes and final check would not end by "
                      "the record's time cap")
