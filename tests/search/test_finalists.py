@@ -142,3 +142,32 @@ def test_the_loop_sweeps_only_where_it_adds_cases_and_has_room(perf, search, roo
     assert bool(calls) is swept and bool(out.decisions) is swept
     if swept:
         assert calls[0]["end_within_s"] == room and calls[0]["plan"].rounds == SWEEP_ROUNDS
+
+
+def test_a_vetoed_runner_up_takes_no_runner_ups_place(monkeypatch):
+    """Three runners-up, the best of them vetoed by the sweep: the next two are checked in
+    fresh processes (MAX_RUNNERS_UP), and the vetoed one costs no check."""
+    import tritonforge.search.final_check as fcm
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: PLAN)
+    monkeypatch.setattr(fcm, "MAX_RUNNERS_UP", 2)
+    winner, r1, r2, r3 = _cand(1), _cand(2), _cand(3), _cand(4)
+    asked = []
+
+    def evaluate(task, variants, **kwargs):
+        asked.append(variants[1].hash)
+        o = _result("original", {cid: 1.0 for cid in PERF})
+        slow = _result("best", {cid: 1.2 for cid in PERF})        # every check fails
+        return SimpleNamespace(result=lambda name: o if name == "original" else slow)
+
+    fc = FinalCheck(SimpleNamespace(emit="fixed", min_speedup=1.05), ArbiterPolicy(),
+                    SimpleNamespace(evaluate=evaluate), None, None, lambda s: None, False,
+                    BudgetPolicy(None, lambda: 0.0))
+    base = {cid: 1.0 for cid in PERF}
+    fc.sweep = sweep(_time_fn({"incumbent": base, "c0": {**{c: 0.5 for c in PERF}, "p0": 3.0},
+                               "c1": {c: 0.8 for c in PERF}, "c2": {c: 0.8 for c in PERF}}, []),
+                     TASK, ORIGINAL, [r1, r2, r3], sweep_plan(PLAN), ArbiterPolicy(), None)
+    notes = []
+    final, out = fc._runners_up(TASK, ORIGINAL, [winner], [(1.3, 0, r1), (1.2, 0, r2),
+                                                         (1.1, 0, r3)], None, notes)
+    assert asked == [r2.hash, r3.hash] and out is ORIGINAL
+    assert any("runner-up 'c2'" in n and "not checked in a fresh process" in n for n in notes)

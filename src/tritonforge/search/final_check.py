@@ -236,7 +236,10 @@ class FinalCheck:
         order = sorted(runners, key=lambda r: (_kind(r[2].origin) not in failed_kinds, r[0], r[1]),
                        reverse=True)
         fresh = [c for c in dict.fromkeys(c for _, _, c in order) if c.hash not in checked]
-        for cand in fresh[:MAX_RUNNERS_UP]:
+        # one the finalists' sweep vetoed costs no check, and takes no runner-up's place
+        vetoed = [c for c in fresh if self.sweep.veto(c) is not None]
+        fresh = [c for c in fresh if c not in vetoed][:MAX_RUNNERS_UP] + vetoed
+        for cand in fresh:
             check = self._final(task, original, cand)
             if check.accepted:
                 notes.append(f"runner-up {cand.description!r} passed the final check")
