@@ -10,7 +10,13 @@ can refuse it; the timer must not let it hit.
 
 ``VariedInputs.step()`` halves one element of every floating-point tensor among a variant's
 arguments (a different element each step: a multiplicative hash of the step's number over the
-tensor's elements), so that no two steps leave the inputs as they were. The timer steps every variant
+tensor's elements), so that no two steps leave the inputs as they were; and it swaps one pair of
+neighbouring elements in every ``SPREAD`` of its elements (at an offset the step's number picks),
+so that a step changes every row of a matrix wider than ``SPREAD``. One element changed alone
+left a variant free to keep its last inputs and result and redo only the part the changed
+element reaches (one row of a GEMM's output, after a comparison that reads the inputs once): right
+on every call, and far cheaper under the timer than the original. A swap keeps every value one
+the tensor held, so nothing decays and no value appears that was not there. The timer steps every variant
 once per turn, before the L2 flush, outside the timed region (``runtime.timing``): the variants of a
 case start from copies of the same inputs and take the same steps, so at every turn they compute on
 the same values, and the last timed results the timer keeps (``verify.timed_calls``) stay comparable.
@@ -43,6 +49,8 @@ _OFFSET = 40503         # for the first numel steps of any tensor whose size it 
 MAX_TENSORS = 32        # a call with more floating-point arguments has the first ones varied
 _WINDOW = 64            # places of a row an integer swap looks at for an inverted pair
 _ROWS = 4               # rows it looks at (one gather in all), where the first is sorted there
+SPREAD = 31             # a float tensor has one neighbouring pair in this many elements swapped
+# (a prime: a view of any other width, transposed or not, gets a swap in each of its rows)
 
 
 def _variable(t: torch.Tensor) -> bool:
@@ -65,8 +73,9 @@ class VariedInputs:
         self.steps = 0
 
     def step(self) -> None:
-        """Halve one element of each tensor, or swap two of an integer one (outside any timed
-        region: it launches a kernel per tensor; a swap reads its window back). A tensor that refuses the write (an inference tensor, a read-only view) is varied
+        """Halve one element of each float tensor and swap its spread pairs, or swap two of an
+        integer one (outside any timed region: it launches a few kernels per tensor; an integer
+        swap reads its window back). A tensor that refuses the write (an inference tensor, a read-only view) is varied
         no further: the same step fails for every variant's copy, so they stay in step."""
         self._take(self.steps)
         self.steps += 1
@@ -84,11 +93,37 @@ class VariedInputs:
             for t in list(self.tensors):
                 try:
                     if t.is_floating_point():
+                        _spread_swap(t, i)
                         t.data[unravel((i * _HASH + _OFFSET) % t.numel(), tuple(t.shape))].mul_(0.5)
                     else:
                         _swap(t, i)
                 except Exception:  # noqa: BLE001 - an input that refuses it is left as it is
                     self.tensors.remove(t)
+
+
+def _flat_view(t: torch.Tensor) -> torch.Tensor | None:
+    """``t``'s elements as a one-dimensional view of its own storage, in memory order (a
+    transposed or permuted view taken back to its layout); None where no such view exists."""
+    if t.is_contiguous():
+        return t.view(-1)
+    order = sorted(range(t.dim()), key=lambda d: t.stride(d), reverse=True)
+    permuted = t.permute(order)
+    return permuted.view(-1) if permuted.is_contiguous() else None
+
+
+def _spread_swap(t: torch.Tensor, i: int) -> None:
+    """Step ``i``'s swaps on a float tensor: the element at ``k * SPREAD + offset`` (in memory
+    order) with the next one, for every ``k``; three launches (a gather's copy, two copies)."""
+    flat = _flat_view(t.data)
+    if flat is None or flat.numel() < 2 * SPREAD:
+        return
+    off = (i * _HASH + 3 * _OFFSET) % SPREAD
+    pairs = (flat.numel() - 2 - off) // SPREAD + 1
+    first = flat[off: off + SPREAD * (pairs - 1) + 1: SPREAD]
+    second = flat[off + 1: off + SPREAD * (pairs - 1) + 2: SPREAD]
+    kept = first.clone()
+    first.copy_(second)
+    second.copy_(kept)
 
 
 def _distinct(arguments: Any, keep) -> list[torch.Tensor]:
@@ -158,4 +193,4 @@ def _inverted_pair(values: list[int]) -> tuple[int, int] | None:
     return None
 
 
-__all__ = ["MAX_TENSORS", "VariedInputs"]
+__all__ = ["MAX_TENSORS", "SPREAD", "VariedInputs"]
