@@ -47,6 +47,10 @@ def baseline_plan(settings: Settings) -> TimingPlan:
     order the cases, choose the profiled one and size the budget's estimates; no speedup comes
     from them (the rounds and the final check time the original beside each candidate). With the
     search's 10 rounds it took 4-11 s of a 120 s record for 16 cases (H100 pass, 2026-11-26)."""
-    plan = timing_plan(settings)
-    rounds = min(plan.rounds, BASELINE_ROUNDS)
+    return rounds_cut(timing_plan(settings), BASELINE_ROUNDS)
+
+
+def rounds_cut(plan: TimingPlan, rounds: int) -> TimingPlan:
+    """``plan`` with at most ``rounds`` rounds (its minimum cut to match)."""
+    rounds = min(plan.rounds, rounds)
     return dataclasses.replace(plan, rounds=rounds, min_rounds=min(plan.min_rounds, rounds))

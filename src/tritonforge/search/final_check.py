@@ -32,7 +32,7 @@ from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
 from .blame import final_suspects, twin_blamed
 from .budget import (
-    AUTOTUNE_SHORT_CONFIG_S, FINAL_FIXED_S, FIT_SLACK, AutotuneCost, BudgetPolicy,
+    AUTOTUNE_CONFIG_S, AUTOTUNE_SHORT_CONFIG_S, FINAL_FIXED_S, FIT_SLACK, AutotuneCost, BudgetPolicy,
     shortest_check_s,
 )
 from .emit import autotune_candidate
@@ -150,15 +150,12 @@ class FinalCheck:
         return self._fixed_part() + self._autotune_s(cand, original, perf)
 
     def _autotune_s(self, cand: Candidate, original: Candidate, perf: int,
-                    config_s: float | None = None) -> float:
+                    config_s: float = AUTOTUNE_CONFIG_S) -> float:
         """Both files' first-run autotuning in a check over ``perf`` performance cases, each
-        config's benchmark on each key taking ``config_s`` (None: Triton's own)."""
+        config's benchmark on each key taking ``config_s`` (default: Triton's own)."""
         new = self.new_cases()
-        cost = self.autotune_cost
-        if config_s is None:
-            return cost.seconds(cand.source, perf, new) + cost.seconds(original.source, perf, new)
-        return (cost.seconds(cand.source, perf, new, config_s)
-                + cost.seconds(original.source, perf, new, config_s))
+        return (self.autotune_cost.seconds(cand.source, perf, new, config_s)
+                + self.autotune_cost.seconds(original.source, perf, new, config_s))
 
     def _short_rep_ms(self) -> float | None:
         """The short autotune benchmark's repetitions (the search's: ``runtime.quick_autotune``),

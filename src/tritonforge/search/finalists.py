@@ -21,16 +21,14 @@ the final check's shortest plan.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from ..model import Candidate, Decision, Status, Task
 from ..runtime.timing import TimingPlan
+from ..runtime.timing_plan import rounds_cut
 from .arbiter import ArbiterPolicy, judge, regressed_beyond
-
-log = logging.getLogger(__name__)
 
 MAX_FINALISTS = 4
 SWEEP_ROUNDS = 4          # the baseline times every case in 3 rounds; the search's plan has 10
@@ -86,10 +84,8 @@ def finalists(chain: list[Candidate], split: list, runners: list,
 def sweep_plan(search_plan: TimingPlan) -> TimingPlan:
     """The search's plan cut to ``SWEEP_ROUNDS`` rounds, with no variant dropped for being slow
     (the sweep's question is how much slower)."""
-    rounds = min(search_plan.rounds, SWEEP_ROUNDS)
-    return dataclasses.replace(search_plan, rounds=rounds,
-                               min_rounds=min(search_plan.min_rounds, rounds),
-                               abandon_slower=None, screen_slower=None)
+    return dataclasses.replace(rounds_cut(search_plan, SWEEP_ROUNDS), abandon_slower=None,
+                               screen_slower=None)
 
 
 def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
