@@ -349,3 +349,21 @@ def test_kernels_the_profile_never_saw_launched_wait_until_those_it_saw_are_spen
     rest = ConfigSearchProposer().propose(dataclasses.replace(_context(task, src, budget=20),
                                                               profile=profile))
     assert [c.description.endswith("(scale_shift_bwd)") for c in rest].index(True) == 14
+
+
+def test_a_branch_round_proposes_configs_already_proposed_from_the_incumbent(tmp_path):
+    """A config proposed from the incumbent is not proposed again from it; from a near miss (a
+    branch round, search.branch) it is: on other code the same launch options make a new file."""
+    source = cs_samples.ROWOP
+    task = _task(tmp_path, "ROWOP")
+    proposer = ConfigSearchProposer()
+    first = proposer.propose(_context(task, source, budget=4))
+    keys = {proposer.config_of(c.hash).key for c in first}
+    again = proposer.propose(_context(task, source, round_=2, budget=4))
+    assert not {proposer.config_of(c.hash).key for c in again} & keys
+    near = Candidate(source.replace("def ", "# a near miss\ndef ", 1), "rules")
+    ctx = dataclasses.replace(_context(task, source, round_=3, budget=4), incumbent=near,
+                              branch=True)
+    branched = proposer.propose(ctx)
+    assert {proposer.config_of(c.hash).key for c in branched} & keys
+    assert all(c.parent == near.hash and "# a near miss" in c.source for c in branched)

@@ -466,7 +466,8 @@ def test_a_search_out_of_patience_early_runs_one_more_config_round():
     from tritonforge.search.loop import Optimizer
 
     def run(clock_s, budget_s):
-        stages = FakeStages({r: [(f"x = {r}\n", 1.0)] for r in range(1, 9)})   # never faster
+        # never faster, nor near (a near miss would be branched from: the tests below)
+        stages = FakeStages({r: [(f"x = {r}\n", 2.0)] for r in range(1, 9)})
         opt = Optimizer.__new__(Optimizer)
         opt.interpreted = False
         state, stop = opt._rounds(_state(patience=1), _env(stages),
@@ -510,14 +511,77 @@ def test_a_config_only_search_out_of_configurations_asks_every_proposer_once():
 
     # round 1: one config, not faster; the spare config round: nothing new; then every proposer,
     # whose rule is faster
-    stages, state, stop = run(10.0, {1: [("x = 1\n", 1.0)]})
+    stages, state, stop = run(10.0, {1: [("x = 1\n", 2.0)]})
     asked = [c.config_search_only for c in stages.contexts]
     assert asked[:3] == [True, True, False] and not any(asked[3:])   # then a search as any other
     assert state.open_round_done and state.incumbent.source == "x = 9\n"
     assert any("one round of every proposer" in n for n in state.notes)
-    stages, state, stop = run(70.0, {1: [("x = 1\n", 1.0)]})      # under half the budget left
+    stages, state, stop = run(70.0, {1: [("x = 1\n", 2.0)]})      # under half the budget left
     assert [c.config_search_only for c in stages.contexts] == [True]
     assert stop == "no gain for 1 rounds" and not state.open_round_done
+
+
+class FromTheBase(FakeStages):
+    """Proposes ``proposals[base source]`` (the context's incumbent: the near miss in a branch
+    round), each a (source, ms) pair, and records each context."""
+
+    def _propose(self, ctx):
+        self.contexts.append(ctx)
+        out = []
+        for src, ms in self.proposals.get(ctx.incumbent.source, []):
+            c = Candidate(src, "fake", ctx.incumbent.hash, src.strip())
+            self.ms[c.hash] = ms
+            out.append(c)
+        return out
+
+
+def _branching(clock_s, proposals, budget_s=120.0):
+    """``Optimizer._rounds`` past its other fallbacks (the spare config round, the open round)."""
+    from tritonforge.search.loop import Optimizer
+
+    stages = FromTheBase(proposals)
+    opt = Optimizer.__new__(Optimizer)
+    opt.interpreted = False
+    start = replace(_state(patience=1), spare_round=True, config_search_done=True,
+                    open_round_done=True)
+    state, stop = opt._rounds(start, _env(stages), BudgetPolicy(budget_s, lambda: clock_s), 8)
+    return stages, state, stop
+
+
+def test_a_search_that_would_stop_with_time_left_proposes_from_its_near_miss():
+    """Out of patience with over half its budget left, the search proposes once from the timed
+    candidate closest to the incumbent's speed (not one far slower); what it finds there is timed
+    beside the incumbent, accepted, and described as a change on the near miss. A proposal that
+    undoes the near miss's change (the original's own source) is never verified."""
+    proposals = {"x = 0\n": [("x = 1\n", 1.02), ("x = 2\n", 3.0)],      # 0.98x and 0.33x
+                 "x = 1\n": [("x = 0\n", 1.0), ("x = 1; y = 1\n", 0.5)]}
+    stages, state, stop = _branching(10.0, proposals)
+    assert [c.incumbent.source for c in stages.contexts][:2] == ["x = 0\n", "x = 1\n"]
+    assert [c.branch for c in stages.contexts][:2] == [False, True]
+    assert state.incumbent.source == "x = 1; y = 1\n"
+    assert state.incumbent.description == "x = 1; y = 1 (on x = 1)"
+    verified = {h for batch in stages.verified for h in batch}
+    assert ORIGINAL.hash not in verified and len(verified) == 3
+    assert state.branched == (Candidate("x = 1\n", "fake").hash,)
+    assert any("one round from the near miss 'x = 1'" in n for n in state.notes)
+
+
+def test_no_branch_round_from_a_candidate_far_slower_late_in_the_budget_or_past_the_limit():
+    from tritonforge.search import branch
+
+    far = {"x = 0\n": [("x = 2\n", 3.0)], "x = 2\n": [("x = 2; y = 1\n", 0.5)]}
+    stages, state, stop = _branching(10.0, far)
+    assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.branched
+    near = {"x = 0\n": [("x = 1\n", 1.02)], "x = 1\n": [("x = 1; y = 1\n", 0.5)]}
+    stages, state, stop = _branching(70.0, near)                 # under half the budget left
+    assert len(stages.contexts) == 1 and not state.branched
+    stages, state, stop = _branching(10.0, near, budget_s=None)   # no budget: no time to spare
+    assert len(stages.contexts) == 1 and not state.branched
+    # a run of near misses, each a little slower: branched from at most MAX_BRANCHES times
+    run = {f"x = {i}\n": [(f"x = {i + 1}\n", 1.0 + 0.01 * (i + 1))] for i in range(6)}
+    stages, state, stop = _branching(10.0, run)
+    assert len(state.branched) == branch.MAX_BRANCHES
+    assert len(stages.contexts) == 1 + branch.MAX_BRANCHES and stop.startswith("no gain")
 
 
 def test_a_round_whose_incumbent_crashed_on_its_first_timed_case_times_again_without_it():

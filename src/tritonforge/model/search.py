@@ -64,6 +64,9 @@ class ProposalContext:
     # a near-roofline stop: the loop runs one round of the config search (search.config_search)
     # and nothing else; proposers that are not a config search may return nothing
     config_search_only: bool = False
+    # the incumbent is a near miss the search branches from (search.branch), not the accepted
+    # incumbent: what a proposer remembers proposing from the incumbent does not hold for it
+    branch: bool = False
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,13 @@ def add_autotune_config(source: str, config: LaunchConfig,
     return transform.apply(source, analysis, **params)
 
 
+def _base(context: ProposalContext) -> str:
+    """What the configs proposed from ``context`` are remembered under: "" for the incumbent (a
+    config proposed once is not proposed again when an accepted one moves it), the near miss's
+    hash in a branch round (``search.branch``: the same config on other code is a new candidate)."""
+    return context.incumbent.hash if context.branch else ""
+
+
 class ConfigSearchProposer:
     """Ranked joint launch configs for every launch site; see the module docstring."""
 
@@ -146,7 +153,8 @@ class ConfigSearchProposer:
         self.per_tile = per_tile
         self.share = share          # of the round's budget taken (all of it for a config-only round)
         self._proposed: dict[str, Proposed] = {}        # candidate hash -> config
-        self._keys: set[tuple] = set()                  # (kernel, config key) ever proposed
+        self._keys: set[tuple] = set()      # (base, kernel, config key) ever proposed: base ""
+                                            # for the incumbent, a near miss's hash in a branch
         self._memo: dict = {}                           # tile rewrites and analyses, this round
         self.dropped = 0                                # configs pruned before compiling, all rounds
 
@@ -206,7 +214,8 @@ class ConfigSearchProposer:
             if dropped:
                 log.info("%s launch %d: %d config(s) pruned before compiling, e.g. %s",
                          space.kernel, space.site, len(dropped), dropped[0].reason[:160])
-            ranked = [r for r in ranked if (space.kernel, r.config.key) not in self._keys]
+            ranked = [r for r in ranked
+                      if (_base(context), space.kernel, r.config.key) not in self._keys]
             lists.append((space, self._rerank(ranked, good, bad),
                           bool(profiled) and space.kernel not in profiled))
         lists.sort(key=lambda x: x[2])        # sites of kernels the profile saw first (stable)
@@ -244,7 +253,7 @@ class ConfigSearchProposer:
         profiled = profiled_kernels(context.profile)
         lists = []
         for kernel, configs in scaled_lists(analysis):
-            configs = [c for c in configs if (kernel, c.key) not in self._keys]
+            configs = [c for c in configs if (_base(context), kernel, c.key) not in self._keys]
             if configs:
                 lists.append((bool(profiled) and kernel not in profiled, configs))
         lists.sort(key=lambda x: x[0])
@@ -290,7 +299,7 @@ class ConfigSearchProposer:
 
     def _scaled_candidate(self, source: str, cfg: ScaledConfig,
                           context: ProposalContext) -> Candidate | None:
-        self._keys.add((cfg.kernel, cfg.key))
+        self._keys.add((_base(context), cfg.kernel, cfg.key))
         try:
             new = cfg.apply(source)
         except TransformError as exc:
@@ -301,7 +310,7 @@ class ConfigSearchProposer:
     def _candidate(self, source: str, r: RankedConfig, space: SiteSpace,
                    context: ProposalContext) -> Candidate | None:
         cfg, current = r.config, space.current
-        self._keys.add((cfg.kernel, cfg.key))
+        self._keys.add((_base(context), cfg.kernel, cfg.key))
         try:
             new = apply_config(source, cfg, current, self._memo) if space.autotune_base is None \
                 else add_autotune_config(source, cfg, space.autotune_base)

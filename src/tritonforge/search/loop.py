@@ -28,6 +28,7 @@ from ..runtime.timing_plan import baseline_plan, final_check_plan, timing_plan
 from ..runtime.worker_client import CUT_REASON
 from ..store import RunStore
 from .arbiter import ArbiterPolicy
+from .branch import near_miss
 from .budget import (
     AutotuneCost, BudgetPolicy, FinalCheckEstimate, final_fixed_s, first_runs_s, tuned_keys,
 )
@@ -475,7 +476,9 @@ class Optimizer:
     def _rounds(self, state: SearchState, env: RoundEnv, budget: BudgetPolicy,
                 max_rounds: int, base: VariantResult | None = None) -> tuple[SearchState, str]:
         """Rounds until a stop rule or the budget says stop; (last state, stop reason). A search
-        with nothing new to propose asks once for a configuration search, if time is left.
+        with nothing new to propose asks once for a configuration search, if time is left; one
+        that would stop (nothing new, out of patience) with time to spare proposes from a near
+        miss (``search.branch``).
         Late cases made by then join before each round (``base``: the original's baseline, which
         orders their tier)."""
         while state.round < max_rounds:
@@ -510,9 +513,27 @@ class Optimizer:
                     f"{budget.budget_s:.0f} s budget: one more round of configuration search"),
                     config_search=True, spare_round=True, patience=state.stale + 1)
                 continue
+            if outcome.stop and self._branch_due(outcome.stop, budget):
+                base = near_miss(state)
+                if base is not None:
+                    state = replace(state.noted(
+                        f"{outcome.stop} at {budget.elapsed():.0f} s of a "
+                        f"{budget.budget_s:.0f} s budget: one round from the near miss "
+                        f"'{base.description or base.hash[:12]}'"),
+                        branch=base, branched=state.branched + (base.hash,),
+                        patience=state.stale + 1)
+                    continue
             if outcome.stop:
                 return state, outcome.stop
         return state, "max rounds reached"
+
+    def _branch_due(self, stop: str, budget: BudgetPolicy) -> bool:
+        """Whether a search that would stop (nothing new, or out of patience) runs a round from
+        a near miss instead (``search.branch``): on a GPU, with more than ``1 - SPARE_SHARE``
+        of its budget left. Any other stop (the budget, max rounds) stands."""
+        return not self.interpreted and budget.budget_s is not None \
+            and (stop == "no new candidates" or stop.startswith("no gain")) \
+            and budget.elapsed() < SPARE_SHARE * budget.budget_s
 
     def _open_round_due(self, state: SearchState, budget: BudgetPolicy) -> bool:
         """Whether a search whose rounds were configuration search alone (near the roofline:

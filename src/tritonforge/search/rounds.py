@@ -1,6 +1,7 @@
 """One round of the search as a function of its state (search side).
 
-``run_round(state, env)`` -> ``RoundOutcome``: propose from the incumbent, prune, verify in the
+``run_round(state, env)`` -> ``RoundOutcome``: propose from the incumbent (in a branch round, from
+the near miss ``state.branch``: ``search.branch``), prune, verify in the
 cascade (its last tier, performance cases alone, deferred: ``cases.split_deferred``), drop the
 cases the original itself cannot run, repair, time the verified ones beside the incumbent,
 arbitrate, and verify the accepted ones on the deferred tier, best first, until one passes; the
@@ -20,6 +21,7 @@ from ..model import (
 from ..runtime.gpu_lock import gpu_blocked_s
 from .arbiter import ArbiterPolicy, judge
 from .blame import blamed_cases, incumbent_timed_cases
+from .branch import branched_from
 from .budget import FinalCheckEstimate
 from .cases import _sliver_retimed, split_deferred
 from .phases import PhaseClock
@@ -157,18 +159,23 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     round_ = state.round + 1
     start, blocked0 = time.perf_counter(), gpu_blocked_s()
     history, notes = list(state.history), list(state.notes)
-    ctx = ProposalContext(state.task, state.incumbent, round_, env.hardware,
+    base = state.branch or state.incumbent      # a branch round proposes from a near miss
+    ctx = ProposalContext(state.task, base, round_, env.hardware,
                           history=tuple(history), budget=st.per_round,
                           diagnosis=state.diagnosis, profile=st.profile,
-                          config_search_only=state.config_search)
+                          config_search_only=state.config_search,
+                          branch=state.branch is not None)
     env.emit("propose", round=round_)
     with clock.phase("propose"):
-        cands = st._prune(state.task, state.incumbent, st._propose(ctx), env.hardware, history,
-                          notes)
+        proposed = st._propose(ctx)
+        if state.branch is not None:
+            judged = {state.incumbent.hash, state.original.hash, *(c.hash for c in state.chain)}
+            proposed = branched_from(state.branch, proposed, judged)
+        cands = st._prune(state.task, base, proposed, env.hardware, history, notes)
     state = replace(state, history=tuple(history), notes=tuple(notes),
                     config_search_done=state.config_search_done or state.config_search,
                     open_round_done=state.open_round_done or not state.config_search,
-                    config_search=False)
+                    config_search=False, branch=None)
     if not cands:
         return RoundOutcome(state, "no new candidates")
     state = replace(state, round=round_)

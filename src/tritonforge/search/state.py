@@ -39,6 +39,8 @@ class SearchState:
     config_search_done: bool = False   # a config-search round ran already
     spare_round: bool = False          # the round for time left over ran (loop.SPARE_SHARE)
     open_round_done: bool = False      # a round proposed with every proposer (not config alone)
+    branch: Candidate | None = None    # the next round proposes from this near miss (search.branch)
+    branched: tuple[str, ...] = ()     # near misses branched from already (hashes)
     factor: float = 1.0
     chain: tuple[Candidate, ...] = ()  # every accepted incumbent, oldest first
     ranked: tuple[Ranked, ...] = ()    # verified and timed, faster or accepted
