@@ -43,6 +43,23 @@ def test_proposals_from_a_near_miss_say_so_and_never_give_back_a_judged_file():
     base = _c(1, "several rows per program")
     props = [Candidate("x = 0\n", "rules", base.hash, "undo"),
              Candidate("x = 5\n", "rules", base.hash, "num_warps 4 -> 8")]
-    out = branched_from(base, props, {ORIGINAL.hash})
+    out = branched_from(base, props, [ORIGINAL])
     assert [c.description for c in out] == ["num_warps 4 -> 8 (on several rows per program)"]
     assert out[0].hash == props[1].hash and out[0].parent == base.hash
+
+
+LAUNCH = "def f(x):\n    k[(1,)](x, BLOCK=64{})\n"
+
+
+def test_a_proposal_that_writes_the_launch_default_the_original_left_out_is_the_original():
+    """From a near miss with num_warps=2, 'num_warps 2 -> 4' writes num_warps=4 where the
+    original wrote nothing: Triton's default, the original itself. Other values stay."""
+    original = Candidate(LAUNCH.format(""), "original")
+    base = Candidate(LAUNCH.format(", num_warps=2"), "rules", None, "num_warps 4 -> 2")
+    props = [Candidate(LAUNCH.format(", num_warps=4"), "rules", base.hash, "num_warps 2 -> 4"),
+             Candidate(LAUNCH.format(", num_warps=4, num_stages=3"), "rules", base.hash, "both"),
+             Candidate(LAUNCH.format(", num_warps=8"), "rules", base.hash, "num_warps 2 -> 8"),
+             Candidate(LAUNCH.format(", num_stages=2"), "rules", base.hash, "stages"),
+             Candidate("def f(x:\n", "rules", base.hash, "broken")]
+    out = branched_from(base, props, [original])
+    assert [c.description.split(" (on")[0] for c in out] == ["num_warps 2 -> 8", "stages", "broken"]

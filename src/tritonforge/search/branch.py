@@ -18,6 +18,7 @@ miss is the timed candidate, not accepted, not in the chain, closest to the incu
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from ..model import Candidate
@@ -44,10 +45,37 @@ def near_miss(state: SearchState) -> Candidate | None:
     return best[2] if best else None
 
 
-def branched_from(base: Candidate, cands: list[Candidate], skip: set[str]) -> list[Candidate]:
+# Triton's launch defaults on CUDA: a launch that writes one of them is the launch without it
+_LAUNCH_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+
+
+def launch_canonical(source: str) -> str | None:
+    """``source``'s syntax tree with every kernel launch's (``k[grid](...)``) ``num_warps=4`` and
+    ``num_stages=3`` left out, as text; None if it does not parse. Undoing a near miss's warp
+    count writes the default the original left implicit: the same program in other text."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            node.keywords = [k for k in node.keywords
+                             if not (k.arg in _LAUNCH_DEFAULTS and isinstance(k.value, ast.Constant)
+                                     and k.value.value == _LAUNCH_DEFAULTS[k.arg])]
+    return ast.dump(tree)
+
+
+def branched_from(base: Candidate, cands: list[Candidate], judged: list[Candidate]
+                  ) -> list[Candidate]:
     """``cands`` proposed from the near miss ``base``, each described as a change on it, less
-    those whose source is one of ``skip`` (the incumbent, the original, the chain: undoing the
-    base's change gives back a file already judged)."""
+    those that are one of ``judged`` (the incumbent, the original, the chain) in other text:
+    undoing the base's change gives back a file already judged."""
     what = base.description or base.hash[:12]
-    return [replace(c, description=f"{c.description} (on {what})") for c in cands
-            if c.hash not in skip]
+    seen = {c.hash for c in judged} | {k for k in map(launch_canonical, (c.source for c in judged))
+                                       if k is not None}
+    out = []
+    for c in cands:
+        if c.hash in seen or launch_canonical(c.source) in seen:
+            continue
+        out.append(replace(c, description=f"{c.description} (on {what})"))
+    return out

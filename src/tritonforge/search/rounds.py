@@ -169,8 +169,8 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     with clock.phase("propose"):
         proposed = st._propose(ctx)
         if state.branch is not None:
-            judged = {state.incumbent.hash, state.original.hash, *(c.hash for c in state.chain)}
-            proposed = branched_from(state.branch, proposed, judged)
+            proposed = branched_from(state.branch, proposed,
+                                     [state.original, state.incumbent, *state.chain])
         cands = st._prune(state.task, base, proposed, env.hardware, history, notes)
     state = replace(state, history=tuple(history), notes=tuple(notes),
                     config_search_done=state.config_search_done or state.config_search,
