@@ -56,6 +56,24 @@ def test_the_screen_stops_a_variant_on_this_case_only_and_keeps_its_samples(monk
     assert timing.far_slower(samples, "inc", plan.abandon_slower) == set()
 
 
+def test_a_tie_is_screened_off_the_case_a_gain_stays_and_a_case_with_no_race_left_ends(monkeypatch):
+    """Past the minimum rounds a variant no faster than 0.99 of the reference is timed no further
+    on the case (its four rounds stay); one 3% faster stays in the race. Once only the reference
+    is left, the case ends."""
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "tie": 0.995, "slower": 1.02, "gain": 0.97})
+    plan = TimingPlan(rounds=10, round_ms=0.5, min_rounds=4, case_budget_ms=None,
+                      screen_slower=1.1, screen_not_faster=0.99)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert len(samples["tie"]) == len(samples["slower"]) == 4
+    assert len(samples["inc"]) == len(samples["gain"]) == 10
+    fns, calls = _stub(monkeypatch, {"inc": 1.0, "tie": 1.0, "slower": 1.02})
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert {len(v) for v in samples.values()} == {4}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=4,
+                                                       case_budget_ms=None, screen_slower=1.1))
+    assert {len(v) for v in samples.values()} == {10}      # no tie screen: ties get every round
+
+
 def test_the_search_plan_screens_at_twice_the_regression_limit_and_the_final_check_never():
     from tritonforge.config import Settings
     from tritonforge.runtime.timing_plan import final_check_plan, timing_plan
@@ -64,13 +82,15 @@ def test_the_search_plan_screens_at_twice_the_regression_limit_and_the_final_che
     limit = settings.search.max_case_regression
     assert timing_plan(settings).screen_slower == 1.0 + 2 * limit
     assert final_check_plan(settings).screen_slower is None
+    assert timing_plan(settings).screen_not_faster == 0.99
+    assert final_check_plan(settings).screen_not_faster is None
 
 
 def test_a_hopeless_variant_is_dropped_once_a_few_calls_confirm_its_estimate(monkeypatch):
     fns, calls = _stub(monkeypatch, {"inc": 10.0, "awful": 80.0})
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=5, case_budget_ms=None))
     assert samples["awful"] == [80.0] * 3 and calls["awful"] == 3     # 3 confirming calls, no rounds
-    assert len(samples["inc"]) == 10
+    assert len(samples["inc"]) == 4       # the minimum rounds: alone, it compares with nothing
 
 
 def test_a_slow_estimate_the_calls_do_not_confirm_drops_nothing(monkeypatch):
@@ -177,13 +197,17 @@ def test_the_baseline_times_the_original_in_fewer_rounds_than_the_search(monkeyp
 
 def test_rounds_past_the_minimum_stop_once_the_cases_share_of_the_time_left_is_spent(monkeypatch):
     """``stop_after_s``: a request that should end soon (``EvaluateRequest.end_by``) times each
-    case on its minimum rounds rather than being killed at the record's cap."""
+    case on its minimum rounds rather than being killed at the record's cap; a case past twice
+    its share stops after its first round."""
     fns, calls = _stub(monkeypatch, {"inc": 1.0, "a": 1.0})
     clock = iter(float(s) for s in range(1000))          # one second passes per reading
     monkeypatch.setattr(timing.time, "monotonic", lambda: next(clock))
-    plan = TimingPlan(rounds=10, round_ms=0.5, case_budget_ms=None, min_rounds=3, stop_after_s=0.5)
+    plan = TimingPlan(rounds=10, round_ms=0.5, case_budget_ms=None, min_rounds=3, stop_after_s=2.5)
     samples, _ = time_interleaved_cuda(fns, plan)
-    assert {len(v) for v in samples.values()} == {3}           # the minimum, never fewer
+    assert {len(v) for v in samples.values()} == {3}           # the minimum, within twice the share
+    plan = TimingPlan(rounds=10, round_ms=0.5, case_budget_ms=None, min_rounds=3, stop_after_s=0.2)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert {len(v) for v in samples.values()} == {1}           # far past it: one round
     samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=3,
                                                        case_budget_ms=None, stop_after_s=1e6))
     assert {len(v) for v in samples.values()} == {10}

@@ -115,10 +115,11 @@ def test_the_final_check_skips_a_vetoed_finalist_for_the_next(monkeypatch):
     assert any("rejected 'c2'" in n and "p3" in n for n in notes)
 
 
-def _loop(perf_ids, search_ids, room, interpreted=False, need_per_variant=1.0):
+def _loop(perf_ids, search_ids, room, interpreted=False, need_per_variant=1.0, finalists=2):
     calls = []
     state = SimpleNamespace(task=SimpleNamespace(name="t", performance_cases=tuple(
-        SimpleNamespace(id=c) for c in perf_ids)), chain=(_cand(1),), split=(), runners=(),
+        SimpleNamespace(id=c) for c in perf_ids)),
+        chain=tuple(_cand(i + 1) for i in range(finalists)), split=(), runners=(),
         search_ids=search_ids)
     estimate = SimpleNamespace(timing_s=lambda ids, variants, plan: need_per_variant * variants)
     me = SimpleNamespace(interpreted=interpreted, settings=Settings(), policy=ArbiterPolicy(),
@@ -130,15 +131,16 @@ def _loop(perf_ids, search_ids, room, interpreted=False, need_per_variant=1.0):
     return out, calls
 
 
-@pytest.mark.parametrize("perf, search, room, interpreted, swept", [
-    (PERF, PERF[:2], 60.0, False, True),
-    (PERF, PERF, 60.0, False, False),         # the search timed every case already
-    (PERF, PERF[:2], 1.0, False, False),      # no room beside the final check's shortest plan
-    (PERF, PERF[:2], 60.0, True, False),      # the interpreter times nothing
+@pytest.mark.parametrize("perf, search, room, interpreted, finalists, swept", [
+    (PERF, PERF[:2], 60.0, False, 2, True),
+    (PERF, PERF, 60.0, False, 2, False),         # the search timed every case already
+    (PERF, PERF[:2], 1.0, False, 2, False),      # no room beside the final check's shortest plan
+    (PERF, PERF[:2], 60.0, True, 2, False),      # the interpreter times nothing
+    (PERF, PERF[:2], 60.0, False, 1, False),     # one finalist: its final check times it anyway
 ])
 def test_the_loop_sweeps_only_where_it_adds_cases_and_has_room(perf, search, room, interpreted,
-                                                               swept):
-    out, calls = _loop(perf, search, room, interpreted)
+                                                               finalists, swept):
+    out, calls = _loop(perf, search, room, interpreted, finalists=finalists)
     assert bool(calls) is swept and bool(out.decisions) is swept
     if swept:
         assert calls[0]["end_within_s"] == room and calls[0]["plan"].rounds == SWEEP_ROUNDS

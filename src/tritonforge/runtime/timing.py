@@ -40,7 +40,10 @@ class TimingPlan:
     within a case only, after ``min_rounds`` rounds a variant whose median is this many times the
     first variant's is timed no further on that case (its samples stay; None: ``abandon_slower``).
     It is tighter than ``abandon_slower``, which also keeps a variant off the next cases: a
-    variant slower on one case can still be the faster side of a size split on another."""
+    variant slower on one case can still be the faster side of a size split on another.
+    ``screen_not_faster``: the same for a variant whose median is at least this fraction of the
+    first variant's (a tie: not faster on that case); its samples stay. Once every other variant
+    is off a case, the case ends: the first variant timed alone compares with nothing."""
 
     rounds: int = 10
     round_ms: float = 25.0        # target time per variant per round
@@ -57,6 +60,7 @@ class TimingPlan:
     min_rounds: int = 4
     abandon_slower: float | None = 1.3
     screen_slower: float | None = None
+    screen_not_faster: float | None = None
     case_budget_ms: float | None = 6000.0
     autotune_rep_ms: float | None = None  # None: @triton.autotune benchmarks each config with
     # Triton's own do_bench; a number: a short one of that many ms (runtime.quick_autotune)
@@ -102,6 +106,11 @@ HOPELESS_FROM_MS = 1.0     # the warm-up estimate may drop a variant only from t
 # call ran 97 s on four cases (10 rounds of 200 calls each, 17 ms of GPU time a round) and was
 # killed at the record's cap, its final check never run.
 CASE_WALL_FACTOR = 1.5
+OVERRUN_FACTOR = 2.0    # below the minimum rounds, a case past this many times its share of a
+# request's time left (``TimingPlan.stop_after_s``) stops after its first round: a finalists'
+# sweep (four rounds, all of them the minimum) of fp4_to_bf16 timed for 36 s where its estimate
+# fitted the room, and the record's cap killed it with its 1.16x best never checked (H100 x4,
+# engine 7dffd2b9f369, 2026-11-27)
 PAD_LIMIT_MS = 2.0          # the longest GPU sleep put ahead of a timed call
 HOST_SAMPLED_BELOW_MS = 2.0  # calls whose GPU time is longer than this: the host cannot dominate
 
@@ -334,6 +343,8 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
     for r in range(plan.rounds):
         if r >= plan.min_rounds:
             active = _still_worth_timing(active, samples, plan)
+            if len(active) < 2 <= len(names):
+                break
             if plan.case_budget_ms is not None and spent_ms > plan.case_budget_ms:
                 break
             waited = time.monotonic() - started
@@ -341,6 +352,9 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
                 break
             if plan.stop_after_s is not None and waited > plan.stop_after_s:
                 break
+        elif r >= 1 and plan.stop_after_s is not None \
+                and time.monotonic() - started > OVERRUN_FACTOR * plan.stop_after_s:
+            break
         order = active[r % len(active):] + active[: r % len(active)]
         if plan.interleave == "call" and not graphs and len(order) > 1:
             turns = max(1, min(calls[n] for n in order))
@@ -363,9 +377,11 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
 
 def _still_worth_timing(active: list[str], samples: dict[str, list[float]], plan: TimingPlan) -> list[str]:
     """Drop the variants (never the first, the reference) already slower than the first by the
-    plan's screen (``TimingPlan.screen_slower``, else ``abandon_slower``)."""
+    plan's screen (``TimingPlan.screen_slower``, else ``abandon_slower``), or no faster than
+    ``screen_not_faster`` of it."""
     margin = plan.screen_slower if plan.screen_slower is not None else plan.abandon_slower
-    slow = far_slower({n: samples[n] for n in active}, active[0], margin)
+    now = {n: samples[n] for n in active}
+    slow = far_slower(now, active[0], margin) | far_slower(now, active[0], plan.screen_not_faster)
     return [n for n in active if n not in slow]
 
 

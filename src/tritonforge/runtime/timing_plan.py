@@ -11,6 +11,7 @@ from .timing import TimingPlan
 
 
 SCREEN_REGRESSIONS = 2.0
+SCREEN_TIE = 0.99
 
 
 def timing_plan(settings: Settings) -> TimingPlan:
@@ -20,13 +21,23 @@ def timing_plan(settings: Settings) -> TimingPlan:
     median is 10% slower there after four interleaved rounds is not made faster by six more; the
     arbiter and the final check reject it for that case whatever its other cases gain, and its
     four rounds still say where it is slower for a size split. The rounds it would have had go to
-    the variants still in the race, or end the case sooner."""
+    the variants still in the race, or end the case sooner.
+
+    A variant no faster than the incumbent there after those rounds (its median at least
+    ``SCREEN_TIE`` of the incumbent's: ``TimingPlan.screen_not_faster``) is timed no further on
+    that case either, and a case with no variant left in the race ends. Most candidates of a
+    round are ties on most cases, and they took all ten rounds: on four H100s (120 s a record,
+    engine 7dffd2b9f369, 2026-11-27) kldiv_ops timed 16 candidates for 78 s and
+    fp4_to_bf16's search left its final check 3 s. Four rounds of interleaved calls (up to 800
+    samples of a quick call) already tell a tie from a gain; the arbiter judges each case on
+    the samples it has, and the final check times every variant in full."""
     t = settings.timing
     return TimingPlan(rounds=t.rounds, round_ms=t.round_ms, warmup_ms=t.warmup_ms,
                       flush_l2=t.flush_l2, flush_mode=t.flush_mode, interleave=t.interleave,
                       pace=t.pace, cuda_graph=t.cuda_graph,
                       autotune_rep_ms=t.search_autotune_rep_ms or None,
-                      screen_slower=1.0 + SCREEN_REGRESSIONS * settings.search.max_case_regression)
+                      screen_slower=1.0 + SCREEN_REGRESSIONS * settings.search.max_case_regression,
+                      screen_not_faster=SCREEN_TIE)
 
 
 def final_check_plan(settings: Settings) -> TimingPlan:
@@ -36,7 +47,7 @@ def final_check_plan(settings: Settings) -> TimingPlan:
     Triton's own benchmark there, as in the user's process, where that ends by the record's cap
     (``search.final_check.FinalCheck._plan``)."""
     return dataclasses.replace(timing_plan(settings), abandon_slower=None, screen_slower=None,
-                               autotune_rep_ms=None)
+                               screen_not_faster=None, autotune_rep_ms=None)
 
 
 BASELINE_ROUNDS = 3

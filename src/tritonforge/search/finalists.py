@@ -85,7 +85,7 @@ def sweep_plan(search_plan: TimingPlan) -> TimingPlan:
     """The search's plan cut to ``SWEEP_ROUNDS`` rounds, with no variant dropped for being slow
     (the sweep's question is how much slower)."""
     return dataclasses.replace(rounds_cut(search_plan, SWEEP_ROUNDS), abandon_slower=None,
-                               screen_slower=None)
+                               screen_slower=None, screen_not_faster=None)
 
 
 def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
