@@ -43,6 +43,9 @@
 #   OPT_JOBS     verification workers per GPU in the pass step (default 4)
 #   REDO         DEBUGGING: comma-separated records the pass runs again although done (the pass
 #                is then marked not publishable in LATEST.json)
+#   REVERIFY_AGAIN  comma-separated accepted records the pass's re-verification checks again
+#                although checked (a verifier fixed since; each new verdict is a new line, the
+#                old one stays in records.jsonl)
 #   TESTGEN_NAMES  records for the testgen step (default: the 44 of bench/results/testgen/README.md)
 #   TG_SHARDS    testgen processes side by side (default 4; timed runs take turns on a lock file)
 #   TG_RECORD_S  validation seconds per record in the testgen step (default 60)
@@ -259,7 +262,17 @@ for i, g in enumerate(gpus):
 PY
 )
         log "every record done: re-verifying the accepted kernels on GPUs $RV_GPUS (budget $(( $(left) - 40 )) s)"
+        if [ -n "${REVERIFY_AGAIN:-}" ]; then
+          PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" CUDA_VISIBLE_DEVICES="${RV_GPUS%%,*}" \
+            timeout "$(left)" python3 -m tritonforge bench reverify --device cuda --again \
+            --run-dir "$PASS_STORE" --records "$PASS_DIR/records.jsonl" --names "$REVERIFY_AGAIN" \
+            --budget "$(( $(left) - 40 ))" > "$OUT/reverify-again.log" 2>&1
+          tail -20 "$OUT/reverify-again.log"
+        fi
+        # with the checkout's verifier, whatever engine made the pass (ENGINE_TREE): what counts
+        # an accepted kernel wrong is the best check there is, not the one the engine shipped with
         for group in "${RV_GROUPS[@]}"; do
+          PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" \
           CUDA_VISIBLE_DEVICES="${group%% *}" timeout "$(left)" python3 -m tritonforge bench reverify \
             --device cuda --run-dir "$PASS_STORE" --records "$PASS_DIR/records.jsonl" \
             --names "${group#* }" --budget "$(( $(left) - 40 ))" > "$OUT/reverify-gpu${group%% *}.log" 2>&1 &

@@ -48,3 +48,42 @@ def test_a_wrong_accepted_kernel_fails_and_a_right_one_passes(tmp_path):
     bad = reverify_record(dataclasses.replace(_record(wrong)), ref, settings, tmp_path / "b",
                           device="cpu")
     assert not bad.ok and bad.note
+
+
+UNDEFINED_SPEC = '''
+entry = "sin_triton"
+seeds = 1
+[[case]]
+id = "defined"
+args = [{ tensor = [257] }]
+[[case]]
+id = "undefined"
+args = [{ tensor = [300] }]
+'''
+
+
+def test_a_case_where_the_original_does_not_reproduce_itself_judges_nothing(tmp_path):
+    """On a case whose result the original does not define (here: one element drawn from the OS
+    when the module is imported, the same for each of its calls, as an unmasked read past a
+    tensor gives whatever the allocator placed there), the accepted kernel, imported apart,
+    differs from the original; the original run as its own candidate differs too, so the case
+    judges nothing and the kernel stands. A kernel wrong where the original is defined is
+    still wrong."""
+    original = SIN.read_text().replace(
+        "    return out\n",
+        "    if n_elements == 300:\n        out[0] = _UNDEFINED\n    return out\n", 1).replace(
+        "import torch\n", "import os\n\nimport torch\n\n"
+        "_UNDEFINED = float(int.from_bytes(os.urandom(6), 'little'))\n", 1)
+    assert original != SIN.read_text()
+    path = tmp_path / "sin_undefined.py"
+    path.write_text(original)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(UNDEFINED_SPEC)
+    ref = RecordRef("sin", path=str(path), spec=str(spec))
+    settings = Settings(device="cpu", case_timeout_s=120)
+    right = original.replace("BLOCK_SIZE = 4\n", "BLOCK_SIZE = 64\n")
+    ok = reverify_record(_record(right), ref, settings, tmp_path / "a", device="cpu")
+    assert ok.ok and "undefined" in ok.note and "judge nothing" in ok.note, ok.note
+    wrong = right.replace("tl.sin(", "tl.cos(")
+    bad = reverify_record(_record(wrong), ref, settings, tmp_path / "b", device="cpu")
+    assert not bad.ok and bad.note
