@@ -56,7 +56,7 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
     """Verify ``record``'s accepted kernel against the original on every case, fresh seeds.
 
     A case where the original fails alone, or where it does not reproduce itself run as its own
-    candidate (the twin, on the same fresh seeds, in the same worker: ``search.blame``), judges
+    candidate (the twin, on the same fresh seeds, in a fresh worker: ``search.blame``), judges
     nothing, as in the search and the final check: flash_decode2_llama's test section reads
     blocks past its 3-block tensors (B_Seqlen 64 at a block of 8), the search dropped it for
     that, and its accepted num_warps change read NaN there on fresh seeds where the original
@@ -83,8 +83,12 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
         failing = {f.case_id for f in result.case_failures} | blamed_cases(result)
         if failing and failing <= dropped:
             return Reverified(record.name, True, "fails only where the original fails too")
-        unsafe = _twin_fails(ev, task, failing - dropped) if failing else set()
-        if failing and failing <= dropped | unsafe:
+    if failing:
+        # the twin in a worker of its own: nothing the accepted kernel left in this one (a
+        # patched module, a global flag) can make the original fail beside itself
+        with Evaluator(settings, work_dir / "twin", None, device=device) as fresh:
+            unsafe = _twin_fails(fresh, task, failing - dropped)
+        if failing <= dropped | unsafe:
             return Reverified(record.name, True,
                               f"fails only on case(s) {', '.join(sorted(failing - dropped))}, "
                               "where the original does not reproduce itself run as its own "
