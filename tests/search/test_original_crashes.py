@@ -154,3 +154,70 @@ def test_a_passing_sequence_settles_every_suspect():
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-04",)) == set()
     assert opt._cases_the_original_crashes(None, ORIGINAL, cands, verified, ("perf-04",)) == set()
     assert asked == [("perf-04",)]             # remembered: the second round runs nothing
+
+
+def _varying(case_id):
+    """A candidate's NaN on ``case_id`` beside a note that the original differed from itself
+    there on another seed (verify.differential's wording)."""
+    from tritonforge.model import Mismatch, Verdict
+
+    note = (f"{case_id} seed 2 return['test_case_2']['grad_q']: 1 elements differ, the original "
+            "differs from itself on 1")
+    return VariantResult("candidate", "h", Status.MISMATCH, verdict=Verdict(
+        False, mismatches=(Mismatch(case_id, 0, "return", "nan", "candidate nan"),), notes=(note,)))
+
+
+def test_a_twin_that_passed_once_runs_again_where_a_verdict_saw_the_original_vary():
+    """parallel_attention (H100 x4, 2026-11-27): its test section read NaN in some runs of the
+    original and numbers in others; one twin run passed and every candidate was refused there.
+    Where a candidate's verdict notes the original differing from itself on the case, the twin
+    runs again there (at most three runs in all); where nothing says so, the first passing twin
+    settles the case."""
+    from tritonforge.search.blame import original_varies
+    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+
+    assert original_varies(_varying("test")) == {"test"}
+    assert original_varies(_mismatch("test")) == set()
+    outcomes = iter([Status.OK, Status.OK, Status.MISMATCH])     # the third twin run reads NaN
+    asked = []
+
+    def evaluate(task, variants, *, purpose, case_ids, **kw):
+        asked.append(case_ids)
+        status = next(outcomes)
+        return SimpleNamespace(result=lambda name: _result(Status.OK) if status is Status.OK
+                               else _mismatch(case_ids[0]))
+
+    opt = RoundStages.__new__(RoundStages)
+    opt.timer = SimpleNamespace(evaluate=evaluate)
+    cand = Candidate("x = 2\n", "rules:t")
+    assert opt._cases_the_original_crashes(None, ORIGINAL, [cand], {cand.hash: _varying("test")},
+                                           ("test",)) == {"test"}
+    assert len(asked) == TWIN_RUNS_WHERE_IT_VARIES == 3
+    assert opt._cases_the_original_crashes(None, ORIGINAL, [cand], {cand.hash: _varying("test")},
+                                           ("test",)) == {"test"}
+    assert len(asked) == 3                                  # settled: nothing runs again
+
+    quiet = RoundStages.__new__(RoundStages)
+    quiet_asked = []
+    quiet.timer = SimpleNamespace(evaluate=lambda task, variants, *, purpose, case_ids, **kw:
+                                  quiet_asked.append(case_ids) or SimpleNamespace(
+                                      result=lambda name: _result(Status.OK)))
+    for _ in range(3):
+        assert quiet._cases_the_original_crashes(None, ORIGINAL, [cand], {cand.hash: _mismatch("test")},
+                                                 ("test",)) == set()
+    assert len(quiet_asked) == 1                            # no note of variation: once settles it
+
+
+def test_a_varying_case_the_twin_always_reproduces_stays_after_three_runs():
+    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+
+    asked = []
+    opt = RoundStages.__new__(RoundStages)
+    opt.timer = SimpleNamespace(evaluate=lambda task, variants, *, purpose, case_ids, **kw:
+                                asked.append(case_ids) or SimpleNamespace(
+                                    result=lambda name: _result(Status.OK)))
+    cand = Candidate("x = 2\n", "rules:t")
+    for _ in range(2):
+        assert opt._cases_the_original_crashes(None, ORIGINAL, [cand], {cand.hash: _varying("test")},
+                                               ("test",)) == set()
+    assert len(asked) == TWIN_RUNS_WHERE_IT_VARIES        # the candidate's NaN stays its own

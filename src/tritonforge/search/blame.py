@@ -75,3 +75,20 @@ def incumbent_timed_cases(incumbent: VariantResult,
         lost.add(incumbent.failure.case_id)
     timed = tuple(cid for cid in case_ids if cid not in lost and incumbent.timing(cid) is not None)
     return timed, lost
+
+
+# how the verifier words a difference it forgave as the original's own (verify.differential):
+# "<case> seed <n> <output>: <k> elements differ, the original differs from itself on <m>"
+_VARIES = "the original differs from itself"
+
+
+def original_varies(result: VariantResult) -> set[str]:
+    """The cases where the verifier saw the original differ from itself beside this result
+    (a difference it forgave as the original's own run-to-run variation, in the verdict's
+    notes): there its result may be undefined, so a twin that reproduced itself once proves
+    little."""
+    verdict = result.verdict
+    if verdict is None:
+        return set()
+    return {note.split(" seed ", 1)[0] for note in verdict.notes
+            if _VARIES in note and " seed " in note}
