@@ -87,3 +87,61 @@ def test_a_case_where_the_original_does_not_reproduce_itself_judges_nothing(tmp_
     wrong = right.replace("tl.sin(", "tl.cos(")
     bad = reverify_record(_record(wrong), ref, settings, tmp_path / "b", device="cpu")
     assert not bad.ok and bad.note
+
+
+def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(monkeypatch):
+    """The accepted kernel's NaN on a case whose verdict notes the original differing from
+    itself: a twin that reproduces itself once is run again (up to three runs in all); the
+    third reads NaN too, so the case judges nothing. Without such a note one twin run decides."""
+    from types import SimpleNamespace
+
+    from tritonforge.bench import reverify
+    from tritonforge.model import Mismatch, Status, Verdict, VariantResult
+    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+
+    call = SpecCall("f")
+    task = Task("k", "x = 1\n", ("f",), (Case("test", CaseRole.CORRECTNESS, call),), "test")
+    monkeypatch.setattr(reverify, "load_ref", lambda ref: task)
+
+    def nan(name, notes=()):
+        return VariantResult(name, "h", Status.MISMATCH, verdict=Verdict(
+            False, mismatches=(Mismatch("test", 0, "return", "nan", "candidate nan"),),
+            notes=notes))
+
+    def run(note, twin_outcomes):
+        twins = iter(twin_outcomes)
+        asked = []
+
+        class FakeEvaluator:
+            device = "cuda"
+
+            def __init__(self, *a, **k):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+            def evaluate(self, task, variants, *, purpose, **kw):
+                asked.append(purpose)
+                if purpose == "reverify":
+                    got = {"original": VariantResult("original", "o", Status.OK),
+                           "accepted": nan("accepted", note)}
+                else:
+                    got = {"twin": nan("twin") if next(twins) else
+                           VariantResult("twin", "o", Status.OK)}
+                return SimpleNamespace(result=got.__getitem__)
+
+        monkeypatch.setattr(reverify, "Evaluator", FakeEvaluator)
+        verdict = reverify_record(_record("x = 2\n"), RecordRef("k"), Settings(), Path("/tmp/x"))
+        return verdict, asked.count("reverify-twin")
+
+    varies = ("test seed 2 return: 1 elements differ, the original differs from itself on 1",)
+    ok, twins = run(varies, [False, False, True])
+    assert ok.ok and "judge nothing" in ok.note and twins == TWIN_RUNS_WHERE_IT_VARIES
+    wrong, twins = run(varies, [False, False, False])
+    assert not wrong.ok and twins == TWIN_RUNS_WHERE_IT_VARIES
+    wrong, twins = run((), [False, True])
+    assert not wrong.ok and twins == 1

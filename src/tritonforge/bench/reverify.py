@@ -19,8 +19,9 @@ from typing import Callable
 from ..config import Settings
 from ..model import Status, Task, Variant, content_hash
 from ..runtime.evaluator import Evaluator, original_variant
-from ..search.blame import blamed_cases, twin_blamed
+from ..search.blame import blamed_cases, original_varies, twin_blamed
 from ..search.loop import interpreter_cases
+from ..search.stages import TWIN_RUNS_WHERE_IT_VARIES
 from .lane import load_ref
 from .records import PassRecord, RecordRef
 
@@ -88,6 +89,14 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
         # patched module, a global flag) can make the original fail beside itself
         with Evaluator(settings, work_dir / "twin", None, device=device) as fresh:
             unsafe = _twin_fails(fresh, task, failing - dropped)
+            # where the verdict saw the original vary, one reproducing twin proves little
+            varies = (failing - dropped - unsafe) & original_varies(result)
+            for _ in range(TWIN_RUNS_WHERE_IT_VARIES - 1):
+                if not varies:
+                    break
+                found = _twin_fails(fresh, task, varies)
+                unsafe |= found
+                varies -= found
         if failing <= dropped | unsafe:
             return Reverified(record.name, True,
                               f"fails only on case(s) {', '.join(sorted(failing - dropped))}, "
