@@ -1,6 +1,8 @@
 """The record's time budget covers its final check (search.budget): the estimate's model, what it
 learns from the search's timing, and the loop declining a round the final check would not fit."""
 
+import dataclasses
+
 import pytest
 
 from tritonforge.config import Settings
@@ -58,6 +60,25 @@ def test_the_ratio_is_bounded_both_ways():
     assert est.ratio == 1.0
     est.observe(10_000.0, 2, ("a",))       # a hung request: bounded
     assert est.ratio == MAX_RATIO
+
+
+def test_the_search_estimates_its_own_timing_below_the_model_and_the_final_check_never():
+    """The search's plan screens ties off a case after the minimum rounds, so its requests cost
+    less than the model (every variant on every round): its own estimate follows them down, to
+    a fifth of the model at the least; the final check's, and a sweep's (another plan), never
+    below the model."""
+    from tritonforge.search.budget import MIN_SEARCH_RATIO
+
+    sweep = dataclasses.replace(PLAN, rounds=4)
+    est = FinalCheckEstimate({"a": 1.0}, PLAN, PLAN)
+    model = est._model_s(("a",), 5, PLAN)
+    est.observe(0.4 * est._model_s(("a",), 5, PLAN), 5, ("a",))
+    assert est.search_ratio == pytest.approx(0.4) and est.ratio == 1.0
+    assert est.timing_s(("a",), 5) == pytest.approx(0.4 * model)
+    assert est.timing_s(("a",), 5, sweep) == pytest.approx(est._model_s(("a",), 5, sweep))
+    low = FinalCheckEstimate({"a": 1.0}, PLAN, PLAN)
+    low.observe(0.001, 5, ("a",))
+    assert low.search_ratio == MIN_SEARCH_RATIO
 
 
 def test_the_final_plan_times_longer_than_the_search_plan():

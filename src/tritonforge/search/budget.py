@@ -69,6 +69,7 @@ def final_fixed_s(first_runs: float | None) -> float:
         return FINAL_FIXED_S
     return max(FIXED_FLOOR_S, FIXED_OVERHEAD_S + FIXED_PER_FIRST_RUN * first_runs)
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
+MIN_SEARCH_RATIO = 0.2  # nor one request that screened every variant off at once
 # What a timed call costs beyond the original's own GPU time (the L2 flush before it, the input
 # variation, the host's launch). Fitted offline to the 34 timing requests (search and final
 # checks, 26 records) of the H100 pass of engine f421d501e87f (2026-11-26): measured over
@@ -119,6 +120,17 @@ class FinalCheckEstimate:
             self.modelled_s += model
 
     @property
+    def search_ratio(self) -> float:
+        """Measured over modelled seconds of the search's timing so far, below 1 too: the model
+        gives every variant all its rounds, and the search's plan screens ties and slow variants
+        off a case after the minimum rounds (``runtime.timing_plan.timing_plan``), so its rounds
+        cost less than the model says. ``ratio`` keeps at least 1 for the final check, which
+        screens nothing."""
+        if self.modelled_s <= 0:
+            return DEFAULT_RATIO
+        return min(max(self.measured_s / self.modelled_s, MIN_SEARCH_RATIO), MAX_RATIO)
+
+    @property
     def ratio(self) -> float:
         """Measured over modelled seconds of the search's timing so far (at least 1: the search
         drops slow variants early, which the final check does not)."""
@@ -129,8 +141,12 @@ class FinalCheckEstimate:
     def timing_s(self, case_ids: Iterable[str], variants: int,
                  plan: TimingPlan | None = None) -> float:
         """The search's expected seconds timing ``variants`` (the incumbent included) on
-        ``case_ids`` with ``plan`` (None: the search's), as its timing requests so far went."""
-        return self.ratio * self._model_s(case_ids, variants, plan or self.search_plan)
+        ``case_ids`` with ``plan`` (None: the search's), as its timing requests so far went:
+        on the search's own plan, scaled by what they measured against the model however low
+        (``search_ratio``); on another plan (a sweep, which drops no variant), by ``ratio``."""
+        if plan is None or plan == self.search_plan:
+            return self.search_ratio * self._model_s(case_ids, variants, self.search_plan)
+        return self.ratio * self._model_s(case_ids, variants, plan)
 
     def seconds(self, perf_ids: Iterable[str]) -> float:
         """The final check's expected seconds over the performance cases ``perf_ids``."""
