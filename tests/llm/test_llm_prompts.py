@@ -29,6 +29,20 @@ def test_propose_prompt_holds_source_hardware_profile_hints_history_contract(con
     assert "perf-16M" in user.content
 
 
+def test_a_branch_round_shows_the_near_miss_as_such(context):
+    """In a branch round (search.branch) the context's incumbent is a near miss, not the best:
+    the prompt says so, and asks to build on its change."""
+    import dataclasses
+
+    plain = PromptSet().propose(context)[1].content
+    assert "Current best kernel file" in plain and "near miss" not in plain
+    near = dataclasses.replace(context.incumbent, description="several rows per program")
+    branch = PromptSet().propose(dataclasses.replace(context, incumbent=near, branch=True))[1]
+    assert "A near miss" in branch.content and "several rows per program" in branch.content
+    assert "Current best kernel file" not in branch.content
+    assert "faster than the current best" in branch.content
+
+
 def test_rendering_is_deterministic(context):
     assert PromptSet().propose(context) == PromptSet().propose(context)
 
