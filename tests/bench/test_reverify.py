@@ -97,7 +97,7 @@ def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(mo
 
     from tritonforge.bench import reverify
     from tritonforge.model import Mismatch, Status, Verdict, VariantResult
-    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+    from tritonforge.search.blame import TWIN_RUNS_WHERE_IT_VARIES
 
     call = SpecCall("f")
     task = Task("k", "x = 1\n", ("f",), (Case("test", CaseRole.CORRECTNESS, call),), "test")

@@ -174,7 +174,7 @@ def test_a_twin_that_passed_once_runs_again_where_a_verdict_saw_the_original_var
     runs again there (at most three runs in all); where nothing says so, the first passing twin
     settles the case."""
     from tritonforge.search.blame import original_varies
-    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+    from tritonforge.search.blame import TWIN_RUNS_WHERE_IT_VARIES
 
     assert original_varies(_varying("test")) == {"test"}
     assert original_varies(_mismatch("test")) == set()
@@ -209,7 +209,7 @@ def test_a_twin_that_passed_once_runs_again_where_a_verdict_saw_the_original_var
 
 
 def test_a_varying_case_the_twin_always_reproduces_stays_after_three_runs():
-    from tritonforge.search.stages import TWIN_RUNS_WHERE_IT_VARIES
+    from tritonforge.search.blame import TWIN_RUNS_WHERE_IT_VARIES
 
     asked = []
     opt = RoundStages.__new__(RoundStages)

@@ -19,9 +19,10 @@ from typing import Callable
 from ..config import Settings
 from ..model import Status, Task, Variant, content_hash
 from ..runtime.evaluator import Evaluator, original_variant
-from ..search.blame import blamed_cases, original_varies, twin_blamed
+from ..search.blame import (
+    TWIN_RUNS_WHERE_IT_VARIES, blamed_cases, original_varies, twin_blamed,
+)
 from ..search.loop import interpreter_cases
-from ..search.stages import TWIN_RUNS_WHERE_IT_VARIES
 from .lane import load_ref
 from .records import PassRecord, RecordRef
 

@@ -80,6 +80,8 @@ def incumbent_timed_cases(incumbent: VariantResult,
 # how the verifier words a difference it forgave as the original's own (verify.differential):
 # "<case> seed <n> <output>: <k> elements differ, the original differs from itself on <m>"
 _VARIES = "the original differs from itself"
+TWIN_RUNS_WHERE_IT_VARIES = 3   # twin runs on a case where a verdict saw the original vary (the
+# search's rounds and the pass's re-verification alike)
 
 
 def original_varies(result: VariantResult) -> set[str]:

@@ -126,17 +126,20 @@ class FinalCheckEstimate:
         off a case after the minimum rounds (``runtime.timing_plan.timing_plan``), so its rounds
         cost less than the model says. ``ratio`` keeps at least 1 for the final check, which
         screens nothing."""
+        return self._measured_over_model(MIN_SEARCH_RATIO)
+
+    def _measured_over_model(self, floor: float) -> float:
+        """Measured over modelled seconds, within [``floor``, ``MAX_RATIO``]; ``DEFAULT_RATIO``
+        before anything was measured."""
         if self.modelled_s <= 0:
             return DEFAULT_RATIO
-        return min(max(self.measured_s / self.modelled_s, MIN_SEARCH_RATIO), MAX_RATIO)
+        return min(max(self.measured_s / self.modelled_s, floor), MAX_RATIO)
 
     @property
     def ratio(self) -> float:
         """Measured over modelled seconds of the search's timing so far (at least 1: the search
         drops slow variants early, which the final check does not)."""
-        if self.modelled_s <= 0:
-            return DEFAULT_RATIO
-        return min(max(self.measured_s / self.modelled_s, 1.0), MAX_RATIO)
+        return self._measured_over_model(1.0)
 
     def timing_s(self, case_ids: Iterable[str], variants: int,
                  plan: TimingPlan | None = None) -> float:

@@ -28,7 +28,7 @@ from ..runtime.failures import WORKER_KILLERS
 from ..runtime.evaluator import Evaluator
 from ..runtime.timing import TimingPlan
 from ..store import RunStore
-from .blame import blamed_cases, original_varies, twin_blamed
+from .blame import TWIN_RUNS_WHERE_IT_VARIES, blamed_cases, original_varies, twin_blamed
 from .cascade import variant as _variant
 from .cascade import verify_cascade
 from .proposer import Proposer
@@ -42,7 +42,6 @@ TIME_RETRIES = 2        # timing requests re-sent without a candidate that kille
 REPAIRABLE = frozenset({Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.CRASH, Status.MISMATCH,
                         Status.IMPORT_ERROR})
 TWIN_CHECKS_PER_ROUND = 4
-TWIN_RUNS_WHERE_IT_VARIES = 3   # twin runs on a case where a verdict saw the original vary
 
 
 class RoundStages:
@@ -138,11 +137,16 @@ class RoundStages:
         # the record were refused there (H100 x4, engine 1018ceeea5af, 2026-11-27)
         for cid in sorted(suspects & varies):
             while known.get(cid) is False and runs.get(cid, 0) < TWIN_RUNS_WHERE_IT_VARIES:
-                runs[cid] = runs.get(cid, 0) + 1
-                known[cid] = bool(twin_blamed(self._twin(task, original, (cid,))) & {cid})
-                if known[cid]:
+                if self._twin_alone(task, original, cid, known, runs):
                     unsafe.add(cid)
         return unsafe
+
+    def _twin_alone(self, task: Task, original: Candidate, cid: str, known: dict[str, bool],
+                    runs: dict[str, int]) -> bool:
+        """Whether the twin, alone on case ``cid``, fails there (``known`` and ``runs`` updated)."""
+        runs[cid] = runs.get(cid, 0) + 1
+        known[cid] = bool(twin_blamed(self._twin(task, original, (cid,))) & {cid})
+        return known[cid]
 
     def _twin_settles(self, task: Task, original: Candidate, case_ids: tuple[str, ...],
                       todo: list[str], known: dict[str, bool], runs: dict[str, int]) -> set[str]:
@@ -162,9 +166,7 @@ class RoundStages:
             known.update((cid, False) for cid in todo if cid not in known)
         # then each suspect the sequence did not reach (it stops at a failure), alone
         for cid in [x for x in todo if x not in known][:TWIN_CHECKS_PER_ROUND]:
-            runs[cid] = runs.get(cid, 0) + 1
-            known[cid] = bool(twin_blamed(self._twin(task, original, (cid,))) & {cid})
-            if known[cid]:
+            if self._twin_alone(task, original, cid, known, runs):
                 unsafe.add(cid)
         return unsafe
 
