@@ -91,8 +91,9 @@ def test_a_case_where_the_original_does_not_reproduce_itself_judges_nothing(tmp_
 
 def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(monkeypatch):
     """The accepted kernel's NaN on a case whose verdict notes the original differing from
-    itself: a twin that reproduces itself once is run again (up to three runs in all); the
-    third reads NaN too, so the case judges nothing. Without such a note one twin run decides."""
+    itself: a twin that reproduces itself (over the whole sequence, then alone) is run again
+    (up to three runs in all); the third reads NaN too, so the case judges nothing. Without
+    such a note the two runs decide."""
     from types import SimpleNamespace
 
     from tritonforge.bench import reverify
@@ -143,5 +144,66 @@ def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(mo
     assert ok.ok and "judge nothing" in ok.note and twins == TWIN_RUNS_WHERE_IT_VARIES
     wrong, twins = run(varies, [False, False, False])
     assert not wrong.ok and twins == TWIN_RUNS_WHERE_IT_VARIES
-    wrong, twins = run((), [False, True])
-    assert not wrong.ok and twins == 1
+    wrong, twins = run((), [False, False, True])
+    assert not wrong.ok and twins == 2
+    ok, twins = run((), [True])
+    assert ok.ok and twins == 1
+
+
+def test_the_twin_runs_over_the_whole_sequence_the_accepted_kernel_ran(monkeypatch):
+    """What an undefined original reads depends on what ran before it: the accepted kernel
+    reads NaN on the test section after the performance case; the twin alone on the test
+    section reproduces itself, but the twin over the same sequence (performance case included,
+    in order) reads NaN there too, so the test section judges nothing. A twin that reproduces
+    itself either way leaves the kernel wrong."""
+    from types import SimpleNamespace
+
+    from tritonforge.bench import reverify
+    from tritonforge.model import Mismatch, Status, Verdict, VariantResult
+
+    call = SpecCall("f")
+    task = Task("k", "x = 1\n", ("f",), (Case("test", CaseRole.CORRECTNESS, call),
+                                          Case("perf", CaseRole.PERFORMANCE, call)), "test")
+    monkeypatch.setattr(reverify, "load_ref", lambda ref: task)
+
+    def nan(name):
+        return VariantResult(name, "h", Status.MISMATCH, verdict=Verdict(
+            False, mismatches=(Mismatch("test", 0, "return", "nan", "candidate nan"),)))
+
+    def run(history_matters):
+        seen = []
+
+        class FakeEvaluator:
+            device = "cuda"
+
+            def __init__(self, *a, **k):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+            def evaluate(self, task, variants, *, purpose, **kw):
+                ids = tuple(c.id for c in task.cases)
+                seen.append((purpose, ids))
+                if purpose == "reverify":
+                    got = {"original": VariantResult("original", "o", Status.OK),
+                           "accepted": nan("accepted")}
+                else:
+                    after_perf = "perf" in ids
+                    got = {"twin": nan("twin") if history_matters and after_perf
+                           else VariantResult("twin", "o", Status.OK)}
+                return SimpleNamespace(result=got.__getitem__)
+
+        monkeypatch.setattr(reverify, "Evaluator", FakeEvaluator)
+        return reverify_record(_record("x = 2\n"), RecordRef("k"), Settings(), Path("/tmp/x")), seen
+
+    ok, seen = run(history_matters=True)
+    assert ok.ok and "judge nothing" in ok.note, ok.note
+    assert seen[1] == ("reverify-twin", ("test", "perf"))
+    wrong, seen = run(history_matters=False)
+    assert not wrong.ok
+    assert [ids for purpose, ids in seen if purpose == "reverify-twin"] == [("test", "perf"),
+                                                                             ("test",)]

@@ -62,8 +62,12 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
     nothing, as in the search and the final check: flash_decode2_llama's test section reads
     blocks past its 3-block tensors (B_Seqlen 64 at a block of 8), the search dropped it for
     that, and its accepted num_warps change read NaN there on fresh seeds where the original
-    read numbers (H100 x4, engine 1018ceeea5af, 2026-11-27). The twin runs only on the cases
-    the accepted kernel failed."""
+    read numbers (H100 x4, engine 1018ceeea5af, 2026-11-27). The twin runs only where the
+    accepted kernel failed: first over the whole sequence of cases the accepted kernel ran, in
+    the same order, since what memory an undefined original reads depends on what ran before it
+    (the twin alone on flash_decode2_llama's test section reproduced itself, in the same call
+    where the accepted kernel, run after every performance case, read NaN there), then on the
+    failing cases alone."""
     task = with_fresh_seeds(load_ref(ref))
     with Evaluator(settings, work_dir, None, device=device) as ev:
         if ev.device == "cpu":
@@ -89,10 +93,11 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
         # the twin in a worker of its own: nothing the accepted kernel left in this one (a
         # patched module, a global flag) can make the original fail beside itself
         with Evaluator(settings, work_dir / "twin", None, device=device) as fresh:
-            unsafe = _twin_fails(fresh, task, failing - dropped)
+            unsafe = _twin_fails(fresh, task, failing - dropped, whole_sequence=True)
+            unsafe |= _twin_fails(fresh, task, failing - dropped - unsafe)
             # where the verdict saw the original vary, one reproducing twin proves little
             varies = (failing - dropped - unsafe) & original_varies(result)
-            for _ in range(TWIN_RUNS_WHERE_IT_VARIES - 1):
+            for _ in range(TWIN_RUNS_WHERE_IT_VARIES - 2):   # two runs made: whole, alone
                 if not varies:
                     break
                 found = _twin_fails(fresh, task, varies)
@@ -106,10 +111,15 @@ def reverify_record(record: PassRecord, ref: RecordRef, settings: Settings, work
     return Reverified(record.name, False, f"{result.status.value}: {why}"[:300])
 
 
-def _twin_fails(ev: Evaluator, task: Task, case_ids: set[str]) -> set[str]:
+def _twin_fails(ev: Evaluator, task: Task, case_ids: set[str],
+                whole_sequence: bool = False) -> set[str]:
     """The cases of ``case_ids`` where the original, run as its own candidate after itself in
-    ``ev``'s worker on ``task``'s seeds, fails (``search.blame.twin_blamed``)."""
-    sub = dataclasses.replace(task, cases=tuple(c for c in task.cases if c.id in case_ids))
+    ``ev``'s worker on ``task``'s seeds, fails (``search.blame.twin_blamed``): run on those
+    cases alone, or with ``whole_sequence`` on every case of ``task`` in its order."""
+    if not case_ids:
+        return set()
+    sub = task if whole_sequence else dataclasses.replace(
+        task, cases=tuple(c for c in task.cases if c.id in case_ids))
     if not sub.cases:
         return set()
     twin = Variant("twin", task.source, task.source_hash)
