@@ -49,7 +49,9 @@ class Settings:
     flush_l2: bool = True
     flush_mode: str = "read"          # write: zero a buffer (do_bench's); read: read one (clean L2)
     timing_interleave: str = "call"   # block: a variant's calls of a round back to back; call: turns
-    timing_pace: bool = False         # GPU kept ahead of the host; a sample = max(GPU, host time)
+    timing_pace: bool = True          # a GPU sleep keeps the GPU ahead of the host: the events see
+    # the kernels alone; a variant with more host work than the reference keeps its host time
+    # (runtime.timing._Pacer)
     cuda_graph: bool = False
     search_autotune_rep_ms: float = 10.0  # the search's timings: each autotune config gets a short
     # do_bench of this many ms (0: Triton's own 100 ms); the final check uses Triton's own where

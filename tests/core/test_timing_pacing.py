@@ -85,16 +85,59 @@ def test_unpaced_events_of_a_host_heavy_call_read_its_host_time(fake):
     assert statistics.median(samples["a"]) > 0.1
 
 
-def test_paced_samples_are_the_longer_of_gpu_and_host_time(fake):
+def test_paced_samples_are_the_longer_of_gpu_and_host_time_for_host_heavier_variants(fake):
     fns = {"light": call(fake, 0.010, 0.050), "heavy": call(fake, 0.200, 0.005)}
     samples, method = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
                                                             abandon_slower=None, case_budget_ms=None))
     assert method.value == "cuda-events-paced"
     # a GPU-bound call: its kernel time exactly, however the flush and the host interleave
     assert statistics.median(samples["light"]) == pytest.approx(0.050)
-    # a host-bound call: its host issue time, not the 5 us kernel
+    # a call with far more host work than the reference's: its host issue time, not its kernel
     assert statistics.median(samples["heavy"]) == pytest.approx(0.200)
     assert fake.slept_cycles and max(fake.slept_cycles) <= timing.PAD_LIMIT_MS * FakeCuda.CYCLES_PER_MS
+
+
+def test_paced_samples_of_host_bound_calls_show_the_kernels_gain(fake):
+    """Two wrappers of the same host cost, longer than their kernels: the events see the kernels
+    alone (10 us and 5 us), so the candidate's 2x kernel reads 2x faster; neither adds host work,
+    so neither is raised to its host time."""
+    fns = {"original": call(fake, 0.060, 0.010), "candidate": call(fake, 0.060, 0.005)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    assert statistics.median(samples["original"]) == pytest.approx(0.010)
+    assert statistics.median(samples["candidate"]) == pytest.approx(0.005)
+
+
+def test_paced_samples_hold_through_bursts_of_host_load(fake):
+    """The host's cost triples in bursts of calls (other processes taking its cores): unpaced,
+    the bursts' calls read host time and the median moves with them; paced, every sample is the
+    kernel's time."""
+    def bursty(gpu_ms: float):
+        count = [0]
+
+        def fn():
+            count[0] += 1
+            fake.host += 0.150 if (count[0] // 7) % 2 else 0.040
+            fake.enqueue(gpu_ms)
+        return fn
+
+    plan = dict(rounds=6, round_ms=0.5, warmup_ms=0.3, abandon_slower=None, case_budget_ms=None)
+    unpaced, _ = time_interleaved_cuda({"a": bursty(0.006), "b": bursty(0.006)}, TimingPlan(**plan))
+    assert max(unpaced["a"]) > 0.05
+    paced, _ = time_interleaved_cuda({"a": bursty(0.006), "b": bursty(0.006)},
+                                     TimingPlan(pace=True, **plan))
+    assert max(paced["a"] + paced["b"]) == pytest.approx(0.006)
+
+
+def test_a_candidate_that_adds_host_work_keeps_its_host_time(fake):
+    """A candidate whose kernel is faster but whose wrapper adds 100 us of host work (an
+    autotuner's dispatch) is not hidden by the pacing: its samples are raised to its host time,
+    and it reads slower than the original it would be slower than in use."""
+    fns = {"original": call(fake, 0.020, 0.010), "candidate": call(fake, 0.120, 0.004)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    assert statistics.median(samples["original"]) == pytest.approx(0.010)
+    assert statistics.median(samples["candidate"]) == pytest.approx(0.120)
 
 
 def test_paced_timing_does_not_drop_a_variant_on_an_unpaced_estimate(fake):
