@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
+# Steps: env | probe | hostprobe | flushprobe | pacingprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
 #   scaling: NAMES (default the first 12 of pass-order.txt) on one GPU and on two, at SCALING_S
 #   seconds a record (default 20), side by side on a host of 3+ GPUs (GPU 0; GPUs 1,2), else one
 #   after the other (GPU 0; GPUs 0,1); scaling.md compares them
@@ -94,6 +94,11 @@ for step in "$@"; do
     hostprobe)
       log "host probe: what a launch-bound wrapper's pieces cost on the host"
       timeout 150 python3 scripts/gpu_host_probe.py "$OUT/host_probe.json" 2>&1 | tail -45
+      ;;
+    pacingprobe)
+      log "pacing probe: an add A/A, unpaced and paced, host idle and every core busy"
+      timeout 180 python3 scripts/gpu_pacing_probe.py "$OUT/pacing_probe.jsonl" 2>&1 | tail -12
+      cp "$OUT/pacing_probe.jsonl" "$FINAL_OUT/" 2>/dev/null || true
       ;;
     flushprobe)
       log "flush probe: the same call against itself under each L2 flush mode"
