@@ -144,3 +144,54 @@ def test_out_of_time_the_check_is_not_narrowed_and_the_rejection_stands():
     decision = _final(opt)
     assert not decision.accepted and [p for p, _ in asked] == ["final"]
     assert opt.final_dropped == set()
+
+
+def _varying_optimizer(note: bool, twin_runs_failing: set[int]):
+    """The best reads NaN on perf-01 where the original read numbers; ``note``: the check's
+    verdict also saw the original differ from itself there. The twin (over every case, in a
+    fresh process) fails perf-01 on the runs numbered in ``twin_runs_failing`` (from 1)."""
+    from tritonforge.model import Mismatch, Verdict
+
+    asked = []
+    twin_runs = [0]
+
+    def evaluate(task, variants, *, purpose, **kw):
+        ids = tuple(c.id for c in task.cases)
+        asked.append((purpose, ids))
+        if purpose == "final-twin":
+            twin_runs[0] += 1
+            bad = "perf-01" in ids and twin_runs[0] in twin_runs_failing
+            r = VariantResult("best", "t", Status.MISMATCH, verdict=Verdict(
+                False, mismatches=(Mismatch("perf-01", 0, "out", "nan", "nan"),))) \
+                if bad else VariantResult("best", "t", Status.OK)
+            return SimpleNamespace(result=lambda name: r)
+        o = VariantResult("original", "o", Status.OK, timings=_timed("o", ids, 2.0))
+        if "perf-01" in ids:
+            notes = ("perf-01 seed 7 out: 3 elements differ, the original differs from itself "
+                     "on 3",) if note else ()
+            b = VariantResult("best", "b", Status.MISMATCH, verdict=Verdict(
+                False, mismatches=(Mismatch("perf-01", 7, "out", "nan", "candidate nan"),),
+                notes=notes))
+        else:
+            b = VariantResult("best", "b", Status.OK, timings=_timed("b", ids, 1.0))
+        return SimpleNamespace(result=lambda name: o if name == "original" else b)
+
+    return bare_final_check(evaluate), asked
+
+
+def test_where_the_original_varies_the_twin_runs_again_before_the_rejection_stands():
+    """A twin that reproduced itself once, on a case where the check saw the original differ
+    from itself, proves little: it runs again (up to three runs), and its NaN on the second
+    run drops the case. Without that note one run decides and the rejection stands."""
+    from tritonforge.search.blame import TWIN_RUNS_WHERE_IT_VARIES
+
+    opt, asked = _varying_optimizer(note=True, twin_runs_failing={2})
+    decision = _final(opt)
+    assert decision.accepted and "without perf-01" in decision.reason, decision.reason
+    assert [p for p, _ in asked] == ["final", "final-twin", "final-twin", "final-twin", "final"]
+    opt, asked = _varying_optimizer(note=True, twin_runs_failing=set())
+    assert not _final(opt).accepted
+    assert sum(p == "final-twin" for p, _ in asked) == TWIN_RUNS_WHERE_IT_VARIES
+    opt, asked = _varying_optimizer(note=False, twin_runs_failing={2})
+    assert not _final(opt).accepted
+    assert [p for p, _ in asked] == ["final", "final-twin"]

@@ -220,6 +220,8 @@ class Evaluator:
                 rejected = {**rejected, **hung}
                 request = dataclasses.replace(
                     request, variants=tuple(v for v in request.variants if v.name not in hung))
+        if mode and request.variants and (self._deadline() or float("inf")) > monotonic():
+            self.worker.ensure_started()    # its start is no GPU work: not under the lock
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
         with gpu_lock(mode):

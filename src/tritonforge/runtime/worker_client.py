@@ -320,13 +320,22 @@ class Worker:
                 self._in_flight = False
                 self._interrupted.clear()
 
-    def _evaluate(self, request: EvaluateRequest, deadline: float | None) -> Evaluation:
-        self.cut = False
+    def ensure_started(self) -> None:
+        """Have the process running: a replacement being started is waited for, a lost or
+        never-started one started now. ``runtime.evaluator.Evaluator`` calls it before it takes
+        the GPU lock, so that the lock is held for the request alone: a profile's fresh worker
+        held the exclusive lock 11.5 s while Python, torch and CUDA started on a loaded host,
+        and the record's verifications waited behind it (token_softmax_llama, four H100s,
+        engine 190e1f012654, 2026-11-27)."""
         self._spawned()
         if not self.alive():
             if self.process is not None:
                 self.restarts += 1
             self.start()
+
+    def _evaluate(self, request: EvaluateRequest, deadline: float | None) -> Evaluation:
+        self.cut = False
+        self.ensure_started()
         assert self.info is not None
         send(self._to_child, request)
         trace = env_settings().sharing.progress_log     # once per request, not per progress message

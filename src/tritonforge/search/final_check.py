@@ -30,7 +30,7 @@ from ..runtime.evaluator import Evaluator
 from ..runtime.timing_plan import final_check_plan
 from ..store import RunStore
 from .arbiter import ArbiterPolicy, judge
-from .blame import final_suspects, twin_blamed
+from .blame import TWIN_RUNS_WHERE_IT_VARIES, final_suspects, original_varies, twin_blamed
 from .budget import (
     AUTOTUNE_CONFIG_S, AUTOTUNE_SHORT_CONFIG_S, FINAL_FIXED_S, FIT_SLACK, AutotuneCost, BudgetPolicy,
     shortest_check_s,
@@ -442,6 +442,8 @@ class FinalCheck:
                 log.info("%s: final check not narrowed: %s", task.name, room.reason)
                 break
             unsafe = self._final_unsafe(narrowed, original)
+            unsafe |= self._final_unsafe_again(narrowed, original, best,
+                                               (suspects & original_varies(best_r)) - unsafe)
             if not unsafe:
                 break
             dropped |= unsafe
@@ -505,6 +507,25 @@ class FinalCheck:
             if not new:
                 break
             found |= new
+        return found
+
+    def _final_unsafe_again(self, task: Task, original: Candidate, best: Candidate,
+                            varies: set[str]) -> set[str]:
+        """The cases of ``varies`` (suspects where the check's verdict saw the original differ
+        from itself) that the twin fails on runs after the first, up to
+        ``TWIN_RUNS_WHERE_IT_VARIES`` runs in all and while the budget leaves room for another
+        check: there one reproducing twin proves little, as in the search's rounds and the
+        pass's re-verification (``search.blame``)."""
+        found: set[str] = set()
+        budget = getattr(self, "budget", None)
+        for _ in range(TWIN_RUNS_WHERE_IT_VARIES - 1):
+            if not varies - found:
+                break
+            if budget and not budget.another_check(
+                    self._fixed_part() + self._shortest(best, original,
+                                                        len(task.performance_cases))[0]):
+                break
+            found |= self._final_unsafe(task, original) & varies
         return found
 
     def _final_twin(self, task: Task, original: Candidate) -> VariantResult:
