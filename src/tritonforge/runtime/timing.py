@@ -164,6 +164,10 @@ class _Pacer:
     pacing; the reference and every variant that adds no host work keep their GPU times.
     Raising every variant's samples to its host time made the host's noise the samples' (an A/A
     of a 5 us call was noisier paced than unpaced, H100, 2026-11-24).
+
+    What this gives up: host work a variant removes is not seen (a wrapper's Python made
+    cheaper reads the same), where do_bench sees host work beyond its flush's length. Host work
+    a variant adds is seen.
     """
 
     def __init__(self, enabled: bool, reference: str | None = None):

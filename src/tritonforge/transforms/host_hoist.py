@@ -5,6 +5,8 @@ call: it compiles a ``__new__`` from a template, 20 us on this project's CI mach
 the GPU machine's slower cores. The timed call (BENCHMARK.md) ends when the host returns, so
 host work after the launches is inside the measurement whenever it outlasts the kernels:
 max_reduction's single-program kernel runs a few microseconds of its 60-120 us small cases.
+Under paced timing (``Settings.timing_pace``, the default) a sample is the kernels' GPU time and
+host work removed is not seen, so this gains there only with pacing off.
 Built once at module level, the class is the same for every call; its instances are the same
 tuples with the same field names.
 
