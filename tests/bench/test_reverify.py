@@ -89,13 +89,33 @@ def test_a_case_where_the_original_does_not_reproduce_itself_judges_nothing(tmp_
     assert not bad.ok and bad.note
 
 
+def _fake_evaluator(answer):
+    """An ``Evaluator`` class for ``bench.reverify`` whose every request is answered by
+    ``answer(task, purpose)``: a dict from variant name to its ``VariantResult``."""
+    from types import SimpleNamespace
+
+    class FakeEvaluator:
+        device = "cuda"
+
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def evaluate(self, task, variants, *, purpose, **kw):
+            return SimpleNamespace(result=answer(task, purpose).__getitem__)
+    return FakeEvaluator
+
+
 def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(monkeypatch):
     """The accepted kernel's NaN on a case whose verdict notes the original differing from
     itself: a twin that reproduces itself (over the whole sequence, then alone) is run again
     (up to three runs in all); the third reads NaN too, so the case judges nothing. Without
     such a note the two runs decide."""
-    from types import SimpleNamespace
-
     from tritonforge.bench import reverify
     from tritonforge.model import Mismatch, Status, Verdict, VariantResult
     from tritonforge.search.blame import TWIN_RUNS_WHERE_IT_VARIES
@@ -113,29 +133,14 @@ def test_where_the_verdict_saw_the_original_vary_the_twin_runs_until_it_fails(mo
         twins = iter(twin_outcomes)
         asked = []
 
-        class FakeEvaluator:
-            device = "cuda"
+        def answer(task, purpose):
+            asked.append(purpose)
+            if purpose == "reverify":
+                return {"original": VariantResult("original", "o", Status.OK),
+                        "accepted": nan("accepted", note)}
+            return {"twin": nan("twin") if next(twins) else VariantResult("twin", "o", Status.OK)}
 
-            def __init__(self, *a, **k):
-                pass
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *a):
-                return False
-
-            def evaluate(self, task, variants, *, purpose, **kw):
-                asked.append(purpose)
-                if purpose == "reverify":
-                    got = {"original": VariantResult("original", "o", Status.OK),
-                           "accepted": nan("accepted", note)}
-                else:
-                    got = {"twin": nan("twin") if next(twins) else
-                           VariantResult("twin", "o", Status.OK)}
-                return SimpleNamespace(result=got.__getitem__)
-
-        monkeypatch.setattr(reverify, "Evaluator", FakeEvaluator)
+        monkeypatch.setattr(reverify, "Evaluator", _fake_evaluator(answer))
         verdict = reverify_record(_record("x = 2\n"), RecordRef("k"), Settings(), Path("/tmp/x"))
         return verdict, asked.count("reverify-twin")
 
@@ -156,8 +161,6 @@ def test_the_twin_runs_over_the_whole_sequence_the_accepted_kernel_ran(monkeypat
     section reproduces itself, but the twin over the same sequence (performance case included,
     in order) reads NaN there too, so the test section judges nothing. A twin that reproduces
     itself either way leaves the kernel wrong."""
-    from types import SimpleNamespace
-
     from tritonforge.bench import reverify
     from tritonforge.model import Mismatch, Status, Verdict, VariantResult
 
@@ -173,31 +176,16 @@ def test_the_twin_runs_over_the_whole_sequence_the_accepted_kernel_ran(monkeypat
     def run(history_matters):
         seen = []
 
-        class FakeEvaluator:
-            device = "cuda"
+        def answer(task, purpose):
+            ids = tuple(c.id for c in task.cases)
+            seen.append((purpose, ids))
+            if purpose == "reverify":
+                return {"original": VariantResult("original", "o", Status.OK),
+                        "accepted": nan("accepted")}
+            return {"twin": nan("twin") if history_matters and "perf" in ids
+                    else VariantResult("twin", "o", Status.OK)}
 
-            def __init__(self, *a, **k):
-                pass
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *a):
-                return False
-
-            def evaluate(self, task, variants, *, purpose, **kw):
-                ids = tuple(c.id for c in task.cases)
-                seen.append((purpose, ids))
-                if purpose == "reverify":
-                    got = {"original": VariantResult("original", "o", Status.OK),
-                           "accepted": nan("accepted")}
-                else:
-                    after_perf = "perf" in ids
-                    got = {"twin": nan("twin") if history_matters and after_perf
-                           else VariantResult("twin", "o", Status.OK)}
-                return SimpleNamespace(result=got.__getitem__)
-
-        monkeypatch.setattr(reverify, "Evaluator", FakeEvaluator)
+        monkeypatch.setattr(reverify, "Evaluator", _fake_evaluator(answer))
         return reverify_record(_record("x = 2\n"), RecordRef("k"), Settings(), Path("/tmp/x")), seen
 
     ok, seen = run(history_matters=True)

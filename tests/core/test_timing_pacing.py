@@ -97,15 +97,20 @@ def test_paced_samples_are_the_longer_of_gpu_and_host_time_for_host_heavier_vari
     assert fake.slept_cycles and max(fake.slept_cycles) <= timing.PAD_LIMIT_MS * FakeCuda.CYCLES_PER_MS
 
 
+def _paced_medians(fake, original: tuple[float, float], candidate: tuple[float, float]):
+    """Median samples (ms) of an original and a candidate, each (host ms, GPU ms), paced."""
+    fns = {"original": call(fake, *original), "candidate": call(fake, *candidate)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    return statistics.median(samples["original"]), statistics.median(samples["candidate"])
+
+
 def test_paced_samples_of_host_bound_calls_show_the_kernels_gain(fake):
     """Two wrappers of the same host cost, longer than their kernels: the events see the kernels
     alone (10 us and 5 us), so the candidate's 2x kernel reads 2x faster; neither adds host work,
     so neither is raised to its host time."""
-    fns = {"original": call(fake, 0.060, 0.010), "candidate": call(fake, 0.060, 0.005)}
-    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
-                                                       abandon_slower=None, case_budget_ms=None))
-    assert statistics.median(samples["original"]) == pytest.approx(0.010)
-    assert statistics.median(samples["candidate"]) == pytest.approx(0.005)
+    assert _paced_medians(fake, (0.060, 0.010), (0.060, 0.005)) == (pytest.approx(0.010),
+                                                                    pytest.approx(0.005))
 
 
 def test_paced_samples_hold_through_bursts_of_host_load(fake):
@@ -133,11 +138,8 @@ def test_a_candidate_that_adds_host_work_keeps_its_host_time(fake):
     """A candidate whose kernel is faster but whose wrapper adds 100 us of host work (an
     autotuner's dispatch) is not hidden by the pacing: its samples are raised to its host time,
     and it reads slower than the original it would be slower than in use."""
-    fns = {"original": call(fake, 0.020, 0.010), "candidate": call(fake, 0.120, 0.004)}
-    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
-                                                       abandon_slower=None, case_budget_ms=None))
-    assert statistics.median(samples["original"]) == pytest.approx(0.010)
-    assert statistics.median(samples["candidate"]) == pytest.approx(0.120)
+    assert _paced_medians(fake, (0.020, 0.010), (0.120, 0.004)) == (pytest.approx(0.010),
+                                                                    pytest.approx(0.120))
 
 
 def test_paced_timing_does_not_drop_a_variant_on_an_unpaced_estimate(fake):
