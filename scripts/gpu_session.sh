@@ -97,7 +97,7 @@ for step in "$@"; do
       ;;
     pacingprobe)
       log "pacing probe: an add A/A, unpaced and paced, host idle and every core busy"
-      timeout 180 python3 scripts/gpu_pacing_probe.py "$OUT/pacing_probe.jsonl" 2>&1 | tail -12
+      timeout 150 python3 scripts/gpu_pacing_probe.py "$OUT/pacing_probe.jsonl" 2>&1 | tail -12
       cp "$OUT/pacing_probe.jsonl" "$FINAL_OUT/" 2>/dev/null || true
       ;;
     flushprobe)
