@@ -22,6 +22,9 @@ class _Worker:
         self.held, self.requests = held, []
         self.cut = False
 
+    def ensure_started(self):
+        pass
+
     def evaluate(self, request, deadline=None):
         self.requests.append((request, self.held[-1] if self.held else None))
         return None
