@@ -142,6 +142,33 @@ def test_a_candidate_that_adds_host_work_keeps_its_host_time(fake):
                                                                     pytest.approx(0.120))
 
 
+def test_a_burst_of_host_load_while_a_variant_is_learned_does_not_floor_it(fake):
+    """The candidate's wrapper costs what the original's does, but its first calls, when its host
+    time is learned, fell in a burst of host load (10x): measured again in turns with the
+    original's, it is no heavier, and its samples stay the kernel's."""
+    def burst_first(calls: int, host_ms: float, gpu_ms: float):
+        count = [0]
+
+        def fn():
+            count[0] += 1
+            fake.host += host_ms * (10 if count[0] <= calls else 1)
+            fake.enqueue(gpu_ms)
+        return fn
+
+    plain = call(fake, 0.020, 0.010)
+    # the warm-up and the first estimate take its first 11 calls: the burst covers the 9 of the
+    # learning, not the turns with the original's calls after them
+    fns = {"original": plain, "candidate": burst_first(20, 0.020, 0.005)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    assert statistics.median(samples["candidate"]) == pytest.approx(0.005)
+    # a burst that lasts through the turns too is taken for the variant's own cost (floored)
+    fns = {"original": call(fake, 0.020, 0.010), "candidate": burst_first(60, 0.020, 0.005)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    assert statistics.median(samples["candidate"]) > 0.05
+
+
 def test_paced_timing_does_not_drop_a_variant_on_an_unpaced_estimate(fake):
     """Two identical host-heavy calls: neither is 'hopeless' however the first estimate fell."""
     fns = {"a": call(fake, 0.3, 0.004), "b": call(fake, 0.3, 0.004)}
