@@ -156,7 +156,7 @@ def test_the_loop_stops_rounds_when_the_budget_policy_says_so():
             clock[0] += 40.0                    # each round's timing: 40 s on the fake clock
             return super()._time(*a, **kw)
 
-    stages = Slow({r: [(f"x = {r}\n", 1.0 / (r + 1))] for r in range(1, 9)})
+    stages = Slow({r: [(f"x = {r}\n", 0.9)] for r in range(1, 9)})   # 1.11x a round: never banked
     opt = Optimizer.__new__(Optimizer)
     opt.interpreted = False
     env = _env(stages)
@@ -629,3 +629,25 @@ def test_the_first_verified_time_is_when_a_candidate_passed_ahead_where_one_did(
     assert out.state.first_verified_s == 31.0
     env.verified_before = {}
     assert run_round(_state(), env).state.first_verified_s == 70.0
+
+
+def test_a_decisive_win_with_a_budget_ends_the_search_and_skips_the_sweep():
+    """Round 1 makes the incumbent 4x faster on the search's cases: with a budget the search
+    ends there (no round 2), banked; without one it goes on. A win short of BANK_AT goes on too."""
+    from tritonforge.search.loop import BANK_AT, BANKED, Optimizer
+
+    def run(ms, budget_s, ms2=None):
+        stages = FakeStages({1: [("x = 1\n", ms)], 2: [("x = 2\n", ms2 or ms / 2)]})
+        opt = Optimizer.__new__(Optimizer)
+        opt.interpreted = False
+        return opt._rounds(_state(patience=1), _env(stages),
+                           BudgetPolicy(budget_s, lambda: 10.0), 8)
+
+    state, stop = run(0.25, 120.0)
+    assert stop == BANKED and state.round == 1 and state.factor >= BANK_AT
+    assert any("banked" in n for n in state.notes)
+    state, stop = run(0.25, None)
+    assert stop != BANKED and state.round >= 2
+    state, stop = run(0.8, 120.0, ms2=0.9)      # 1.25x, then 1.11x: 1.39x in all
+    assert stop != BANKED and state.round >= 2 and state.factor < BANK_AT
+

@@ -91,6 +91,13 @@ class OptimizeResult:
 GPU_PER_ROUND = 16          # candidates a round on a GPU, where most fail or pass in seconds
 SPARE_SHARE = 0.5           # a search out of patience with more of its budget left: one more
                             # round of configuration search (Optimizer._time_to_spare)
+BANK_AT = 2.0               # with a budget, a round that leaves the incumbent this many times
+# faster than the original on the search's cases ends the search, and the final check follows at
+# once, with no finalists' sweep: on four H100s (engine 190e1f012654, 2026-11-27) add_example's
+# BLOCK_SIZE 4 -> 1024 read 26x in round 1; a second round and a 29 s sweep of four finalists
+# followed, and its final check was killed at the record's cap (the 1018ceeea5af pass lost the
+# same win the same way, killed at the cap timing its perf-08)
+BANKED = "a decisive win banked"
 INTERPRETED_PER_ROUND = 6   # on the interpreter, where each candidate runs for tens of seconds
 
 
@@ -351,8 +358,8 @@ class Optimizer:
                    round=state.round, **counts(state))
         with clock.phase("final check"):
             notes = list(state.notes)
-            self.final_check.sweep = self._sweep(state, original, estimate,
-                                                 lambda: budget.timing_room_s(*shortest()))
+            self.final_check.sweep = Sweep() if stop == BANKED else self._sweep(
+                state, original, estimate, lambda: budget.timing_room_s(*shortest()))
             if self.final_check.sweep.decisions:
                 notes.append(self.final_check.sweep.note())
             final, best_c = self.final_check._output(state.task, original, list(state.chain),
@@ -500,6 +507,12 @@ class Optimizer:
                 return state.noted(go.reason), "time budget spent"
             outcome = run_round(state, env)
             state = outcome.state
+            if outcome.stop is None and state.stale == 0 and state.factor >= BANK_AT \
+                    and budget.budget_s is not None:
+                return state.noted(
+                    f"round {state.round}: the incumbent reads {state.factor:.2f}x on the "
+                    f"search's cases at {budget.elapsed():.0f} s: banked, the final check "
+                    "follows at once (no more rounds, no finalists' sweep)"), BANKED
             if outcome.stop == "no new candidates" and not state.config_search_done \
                     and not self.interpreted:
                 state = replace(state.noted("nothing new proposed: one round of configuration "
