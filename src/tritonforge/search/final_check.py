@@ -433,10 +433,7 @@ class FinalCheck:
             suspects = final_suspects(original_r, best_r) - dropped
             if decision.accepted or self.interpreted or not suspects:
                 break
-            budget = getattr(self, "budget", None)
-            room = budget.another_check(
-                self._fixed_part() + self._shortest(best, original, len(task.performance_cases))[0]
-            ) if budget else True
+            room = self._another_check(best, original, len(task.performance_cases))
             if not room:
                 # the twin runs and a check again would end past the cap: the rejection stands
                 log.info("%s: final check not narrowed: %s", task.name, room.reason)
@@ -484,10 +481,7 @@ class FinalCheck:
             if decision.accepted or not _out_of_memory(original_r, best_r) \
                     or attempt == OOM_RETRIES:
                 break
-            budget = getattr(self, "budget", None)
-            room = budget.another_check(
-                self._fixed_part() + self._shortest(best, original, len(perf))[0]
-            ) if budget else True
+            room = self._another_check(best, original, len(perf))
             if not room:
                 break
             self.progress(f"{task.name}: final check ran out of memory; checking again")
@@ -517,16 +511,21 @@ class FinalCheck:
         check: there one reproducing twin proves little, as in the search's rounds and the
         pass's re-verification (``search.blame``)."""
         found: set[str] = set()
-        budget = getattr(self, "budget", None)
         for _ in range(TWIN_RUNS_WHERE_IT_VARIES - 1):
-            if not varies - found:
-                break
-            if budget and not budget.another_check(
-                    self._fixed_part() + self._shortest(best, original,
-                                                        len(task.performance_cases))[0]):
+            if not varies - found or not self._another_check(best, original,
+                                                             len(task.performance_cases)):
                 break
             found |= self._final_unsafe(task, original) & varies
         return found
+
+    def _another_check(self, best: Candidate, original: Candidate, perf: int):
+        """Whether the budget leaves room for one more check of ``best`` on its shortest plan
+        (``BudgetPolicy.another_check``: a falsy answer carries the reason); True without a
+        budget."""
+        budget = getattr(self, "budget", None)
+        if budget is None:
+            return True
+        return budget.another_check(self._fixed_part() + self._shortest(best, original, perf)[0])
 
     def _final_twin(self, task: Task, original: Candidate) -> VariantResult:
         """The original verified against itself over every case, in a fresh process, exactly as
