@@ -176,7 +176,7 @@ def test_the_baseline_times_the_original_in_fewer_rounds_than_the_search(monkeyp
                                                       "min_rounds": base.min_rounds})
     fns, calls = _stub(monkeypatch, {"original": 1.0})
     time_interleaved_cuda(fns, base)
-    assert calls["original"] == base.rounds * 25        # 25 ms a round of 1 ms calls
+    assert calls["original"] == base.rounds * int(base.round_ms)   # a round of 1 ms calls
 
     sent = []
 

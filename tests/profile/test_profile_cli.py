@@ -190,6 +190,31 @@ def test_a_caller_that_timed_the_case_is_not_timed_again(tmp_path):
     assert not any(n.startswith(session.STEP_NOTE) for n in outcome.profile.notes)
 
 
+def test_the_static_compile_is_bounded_by_the_profile_option(tmp_path):
+    """The static compile gets ``static_timeout_s`` (the loop passes its profile's share of the
+    record's budget); a compile that runs out leaves error stats and the profile goes on."""
+    from tritonforge.config import Settings
+    from tritonforge.model import CompileStats as Stats
+
+    seen = []
+
+    def slow_compile(requests, *, isolate=None, timeout_s=600.0, workers=1):
+        seen.append(timeout_s)
+        return [Stats(kernel=r.kernel_name, target="cuda:90", num_warps=r.num_warps,
+                      num_stages=r.num_stages, error="compile child failed: timed out")
+                for r in requests]
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(session, "compile_many", slow_compile)
+    try:
+        outcome = session.profile_task(load_task(SIN), Settings(run_dir=str(tmp_path / "run"), device="cpu"),
+                                       session.ProfileOptions(static_timeout_s=7.0))
+    finally:
+        mp.undo()
+    assert seen == [7.0]
+    assert outcome.profile.compile_stats and all(s.error for s in outcome.profile.compile_stats)
+
+
 # ---- the pieces -----------------------------------------------------------------------------
 
 def test_bad_inputs_give_clear_errors(tmp_path, capsys):

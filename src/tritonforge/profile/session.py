@@ -76,6 +76,11 @@ class ProfileOptions:
     case_id: str | None = None
     use_ncu: bool = True
     ncu_timeout_s: float = 300.0
+    # the static compile's bound: on four H100s (engine 20710a76802c, 2026-11-28) attn_fwd_causal's
+    # kernels took 86 s to compile for the static stats, after a 15 s ncu run, in a 120 s record
+    # that then had no time for a round; where it runs out, the stats are errors and the diagnosis
+    # goes on from ncu's metrics
+    static_timeout_s: float = 600.0
     arch: int | None = None           # compile target (capability x10); default: the GPU's, else 90
     out: Path | None = None           # the profile's JSON (default RUN_DIR/profile.json)
     # What the caller already measured (the optimization loop's baseline): with ``case_id``, the
@@ -399,7 +404,8 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
         with ThreadPoolExecutor(max_workers=1) as pool:
             peaks_job = pool.submit(measure_peaks_isolated) if device == "cuda" else None
             requests, stats_failed = launch_requests(launches, arch)
-            stats = list(compile_many(requests, workers=min(2, len(requests)))) + stats_failed
+            stats = list(compile_many(requests, workers=min(2, len(requests)),
+                                      timeout_s=options.static_timeout_s)) + stats_failed
             peaks, peaks_problem = peaks_job.result() if peaks_job else (None, None)
         if peaks_problem:
             notes.append(peaks_problem.splitlines()[0][:300])

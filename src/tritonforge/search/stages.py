@@ -334,7 +334,8 @@ class RoundStages:
                   ncu_timeout_s: float = 120.0):
         """Profile the incumbent on one search case; the diagnosis steers the proposers.
 
-        Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise. A
+        Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise, each
+        bounded by ``ncu_timeout_s`` (the budget's ``profile_timeout_s``). A
         profiling failure is a note, never the end of the run. The case's time comes from the
         ``baseline`` timing (not timed again), and the perf-script inputs from the run's disk cache.
         """
@@ -345,7 +346,8 @@ class RoundStages:
         use_ncu = self.settings.profile == "auto" and not self.interpreted
         times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms} if baseline else {}
         options = ProfileOptions(
-            case_id=case, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s, known_time_ms=times.get(case),
+            case_id=case, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
+            static_timeout_s=ncu_timeout_s, known_time_ms=times.get(case),
             device_name=hardware.name if hardware else None,
             capability=hardware.capability if hardware else None,
             perf_inputs_dir=Path(self.settings.run_dir) / "perf-inputs")
