@@ -229,3 +229,46 @@ def test_a_pass_stopped_by_sigterm_still_writes_latest_and_out(tmp_path, kernels
     latest = json.loads((tmp_path / "LATEST.json").read_text())
     assert latest["engine_commit"] == state["engine_commit"]
     assert (tmp_path / "PASS.md").exists()
+
+
+def test_a_gpu_pass_measures_the_peaks_once_before_its_lanes_start(tmp_path, kernels, monkeypatch):
+    """On a GPU the driver measures the roofline's peaks before any lane exists (the lanes'
+    profiles then read them from the cache instead of waiting for an exclusive GPU lock behind
+    their own verifications); a failure to measure is said, and the pass goes on."""
+    from tritonforge.bench import pass_command
+    from tritonforge.bench.options import PassOptions
+    from tritonforge.config import Settings
+
+    order = []
+
+    class Started(Exception):
+        pass
+
+    def executor(options, base, device):
+        order.append("lanes")
+        raise Started
+
+    monkeypatch.setattr(pass_command, "resolve_device", lambda setting: "cuda")
+    monkeypatch.setattr(pass_command, "_executor", executor)
+    said = []
+    monkeypatch.setattr(pass_command, "_say", said.append)
+    args = kernels(["sin_a"])
+    options = PassOptions(kernels=(args[1],), per_kernel_s=60.0, gpus=("0",),
+                          records=str(tmp_path / "r.jsonl"), latest=str(tmp_path / "LATEST.json"))
+    settings = Settings(run_dir=str(tmp_path / "run"))
+    for result in ((None, "measuring peaks failed: no GPU"), ("peaks", None)):
+        order.clear()
+        monkeypatch.setattr(pass_command, "measure_peaks_isolated",
+                            lambda r=result: order.append("peaks") or
+                            ((_peaks_stub() if r[0] else None), r[1]))
+        with pytest.raises(Started):
+            pass_command.run_pass_command(options, settings)
+        assert order == ["peaks", "lanes"]
+    assert any("measuring peaks failed: no GPU" in s for s in said)
+    assert any("2,964 GB/s copy" in s and "cached for every lane" in s for s in said)
+
+
+def _peaks_stub():
+    from tritonforge.profile.roofline import Peaks
+    return Peaks(gpu="H100 (stand-in)", torch_version="2.11", dram_bw_gbs=2964.0,
+                 bf16_tflops=700.0, fp16_tflops=700.0, fp32_tflops=50.0)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model.serialize import to_jsonable
-from ..profile.session import ncu_lock_mode
+from ..profile.session import measure_peaks_isolated, ncu_lock_mode
 from ..report.tables import render_table
 from ..runtime.hardware import resolve_device
 from ..store import RunStore
@@ -129,6 +129,21 @@ def write_pass_outputs(options: PassOptions, records: dict[str, PassRecord], nam
     return latest, tables
 
 
+def _measure_peaks_once() -> None:
+    """The GPU's peaks (the roofline's), measured before the lanes start, when nothing holds the
+    GPU: every lane's profile then reads them from the machine's cache. Measured by the first
+    profile of each lane instead, they waited for the exclusive GPU lock behind that lane's own
+    verifications: on four fresh H100s (engine b84f85a408d7, 2026-11-28) attn_fwd_causal's
+    profile step that waits for the peaks beside the static compile (bounded at 30 s) took 69 s
+    of a 120 s record, the first of its lane, which then timed one round. A failure is said and
+    left to the profiles, which note it in their turn."""
+    started = time.monotonic()
+    peaks, problem = measure_peaks_isolated()
+    _say(f"GPU peaks for the roofline: {problem.splitlines()[0][:200]}" if peaks is None else
+         f"GPU peaks for the roofline: {peaks.dram_bw_gbs:,.0f} GB/s copy "
+         f"({time.monotonic() - started:.0f} s; cached for every lane)")
+
+
 class _Stopped(Exception):
     """SIGTERM during a pass: the running records are dropped, the written ones summarised."""
 
@@ -177,6 +192,8 @@ def _run_pass(options: PassOptions, settings) -> int:
         base = LaneConfig(settings, str(Path(settings.run_dir) / "lanes"), options.jobs,
                           options.per_kernel_s,
                           "" if options.no_sweep_times else str(Path(options.baseline_store).resolve()))
+        if device == "cuda" and options.executor == "local":
+            _measure_peaks_once()
         executor = _executor(options, base, device)
 
         def on_record(record: PassRecord) -> None:
