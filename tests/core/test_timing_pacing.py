@@ -197,3 +197,35 @@ def test_a_bad_flush_mode_is_refused():
         load_settings(overrides={"flush_mode": "bogus"}, env={})
     with pytest.raises(ConfigError, match="timing_interleave"):
         load_settings(overrides={"timing_interleave": "sometimes"}, env={})
+
+
+def test_every_variant_sleeps_as_long_as_the_longest_learned(fake, monkeypatch):
+    """Two copies of one call (an A/A): the first's host time is learned while the host is quiet
+    (10 us), the second's under load (100 us); in the turns both cost 200 us. The first's own
+    sleep (2 x 10 + 30 us), with the 85 us flush, would end before its kernel is issued and its
+    events would read host time; sleeping as long as the longest learned, both read the kernel's
+    5 us."""
+    learning = [False]
+    real_learn = timing._Pacer.learn
+
+    def learn(self, name, fn):
+        learning[0] = True
+        try:
+            real_learn(self, name, fn)
+        finally:
+            learning[0] = False
+
+    monkeypatch.setattr(timing._Pacer, "learn", learn)
+
+    def learned_at(host_ms: float):
+        def fn():
+            fake.host += host_ms if learning[0] else 0.200
+            fake.enqueue(0.005)
+        return fn
+
+    fns = {"a": learned_at(0.010), "b": learned_at(0.100)}
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=4, round_ms=1.0, warmup_ms=0.5, pace=True,
+                                                       abandon_slower=None, case_budget_ms=None))
+    assert statistics.median(samples["a"]) == pytest.approx(0.005)
+    assert statistics.median(samples["b"]) == pytest.approx(0.005)
+    assert len(set(fake.slept_cycles[-8:])) == 1

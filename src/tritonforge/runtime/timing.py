@@ -189,7 +189,15 @@ class _Pacer:
         self.pad_cycles[name] = int(pad_ms * _sleep_cycles_per_ms())
 
     def pad(self, name: str) -> None:
-        cycles = self.pad_cycles.get(name, 0)
+        """The sleep before ``name``'s start event: the longest any variant learned, the same for
+        every variant. Each variant's host time is learned at its own moment; a variant learned
+        while the host was quiet got a shorter sleep, which the host's load in the turns could
+        outlast, its events then seeing host time the others' did not (an A/A of a 5.4 us add
+        read its two copies 5.6% apart with every core of the host busy: four H100s, engine
+        20710a76802c, 2026-11-28). The sleep comes before the start event, so its length is
+        never in a sample; what it costs is wall time: beside a variant that adds host work (up
+        to ``PAD_LIMIT_MS``), every variant's calls take that long too."""
+        cycles = max(self.pad_cycles.values(), default=0) if name in self.pad_cycles else 0
         if cycles:
             torch.cuda._sleep(cycles)
 
