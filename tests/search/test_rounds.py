@@ -651,3 +651,72 @@ def test_a_decisive_win_with_a_budget_ends_the_search_and_skips_the_sweep():
     state, stop = run(0.8, 120.0, ms2=0.9)      # 1.25x, then 1.11x: 1.39x in all
     assert stop != BANKED and state.round >= 2 and state.factor < BANK_AT
 
+
+
+def test_a_pending_split_config_keeps_room_for_its_size_dispatch():
+    """While a split config the final phase will try is pending (``FinalCheck.split_pending``),
+    a round starts only where the final check and the size dispatch after it
+    (``FinalCheck.dispatch_reserve_s``) both fit the budget; the reserve is kept for the
+    finalists' sweep too. Rounds of 40 s in a 120 s budget: three without a split, two with
+    one (80 s + 10 s of round + 10 s of check + 30 s of dispatch is past 120 s)."""
+    from tritonforge.search.loop import Optimizer
+
+    class Check:
+        estimate_s = staticmethod(lambda cand: 10.0)
+
+        def __init__(self, pending):
+            self.pending, self.asked = pending, []
+
+        def _shortest(self, cand, original, perf):
+            return 10.0, 10.0
+
+        def split_pending(self, split, factor):
+            self.asked.append(factor)
+            return self.pending
+
+        def dispatch_reserve_s(self, cand, original, perf):
+            return 30.0
+
+    def run(pending):
+        clock = [0.0]
+
+        class Slow(FakeStages):
+            def _time(self, *a, **kw):
+                clock[0] += 40.0
+                return super()._time(*a, **kw)
+
+        stages = Slow({r: [(f"x = {r}\n", 0.9)] for r in range(1, 9)})   # 1.11x a round
+        opt = Optimizer.__new__(Optimizer)
+        opt.interpreted, opt.final_check = False, Check(pending)
+        import tritonforge.search.rounds as rounds_mod
+        saved = rounds_mod._busy_s
+        rounds_mod._busy_s = lambda since, blocked: 40.0
+        try:
+            state, stop = opt._rounds(_state(patience=2), _env(stages),
+                                      BudgetPolicy(120.0, lambda: clock[0]), 8)
+        finally:
+            rounds_mod._busy_s = saved
+        return state, stop, opt
+
+    state, stop, opt = run(False)
+    assert stop == "time budget spent" and state.round == 3 and opt._reserve_s == 0.0
+    state, stop, opt = run(True)
+    assert stop == "time budget spent" and state.round == 2 and opt._reserve_s == 30.0
+    assert any("round 3 not started" in n for n in state.notes)
+
+
+def test_a_split_is_pending_where_it_beats_the_chain_by_the_gain_and_its_dispatch_is_reserved():
+    from tritonforge.search.budget import shortest_check_s
+    from tritonforge.search.final_check import PROBE_CASE_S, FinalCheck
+
+    check = FinalCheck.__new__(FinalCheck)
+    check.settings, check.policy = SimpleNamespace(emit="auto"), ArbiterPolicy()
+    split = [(1.9, 0, ORIGINAL), (1.2, 0, ORIGINAL)]
+    assert check.split_pending(split, 1.05)
+    assert not check.split_pending(split, 1.9)           # no gain over the chain
+    assert not check.split_pending([], 1.0)
+    check.settings = SimpleNamespace(emit="fixed")
+    assert not check.split_pending(split, 1.05)
+    check._shortest = lambda cand, original, perf: (20.0, 8.0)
+    assert abs(check.dispatch_reserve_s(ORIGINAL, ORIGINAL, 10) - (
+        shortest_check_s(20.0, 8.0) + 10 * PROBE_CASE_S)) < 1e-9

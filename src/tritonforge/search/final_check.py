@@ -51,6 +51,9 @@ MAX_RUNNERS_UP = 2          # fresh-process checks of round losers when every wi
 # prestarted worker did not wait for.
 CALIBRATION_BOUNDS = (0.5, 2.0)
 FRESH_START_S = 10.0
+# A size dispatch's probes: each performance case run once, untimed, in the search's worker. On
+# four H100s (engine 20710a76802c, 2026-11-28) dequantize_rowwise's took 0.12-0.16 s a case.
+PROBE_CASE_S = 0.3
 
 
 def _kind(origin: str) -> str:
@@ -261,8 +264,7 @@ class FinalCheck:
         final, best_c = None, original
         tried_split = False
         top_est, _, top = max(split, key=lambda r: (r[0], r[1])) if split else (0.0, 0, original)
-        worth_split = self.settings.emit == "auto" and bool(split) \
-            and top_est > factor * (1 + self.policy.min_gain)
+        worth_split = self.split_pending(split, factor)
         if worth_split and factor < self.settings.min_speedup:
             # fp4_to_bf16, H100: BLOCK 512 -> 4096 1.16x overall, the smallest case 28% slower;
             # the chain of clean wins reached 1.035x, no success on its own
@@ -302,6 +304,25 @@ class FinalCheck:
             final, best_c = (self._dispatched(task, original, vetoed, vetoed_by, notes, beat=final.speedup)
                              or (final, best_c))
         return final, best_c
+
+    def split_pending(self, split: list, factor: float) -> bool:
+        """Whether the final phase will try the best split config (``_output_chain``): with emit
+        auto, where its estimate beats the accepted chain's ``factor`` by the gain."""
+        if self.settings.emit != "auto" or not split:
+            return False
+        return max(split, key=lambda r: (r[0], r[1]))[0] > factor * (1 + self.policy.min_gain)
+
+    def dispatch_reserve_s(self, cand: Candidate, original: Candidate, perf: int) -> float:
+        """Seconds the final phase needs beyond its first check for a pending split config: the
+        size dispatch's probes and the joined file's check on its shortest plan. The rounds and
+        the finalists' sweep leave room for it: on four H100s (engine b84f85a408d7, 120 s a
+        record, 2026-11-28) layer_norm_liger's split config (several rows a program) read 1.8x
+        on every case but the small ones, and its dispatch was "not tried: its probes and final
+        check would not end by the record's time cap" after a second round and a sweep of four
+        finalists; the 1018ceeea5af pass kept dequantize_rowwise at 1.33x where its split,
+        never checked for want of time, was 3.39x as a dispatch in a later run."""
+        check, fixed = self._shortest(cand, original, perf)
+        return shortest_check_s(check, fixed) + PROBE_CASE_S * perf
 
     def _split_output(self, task: Task, original: Candidate, top: Candidate, split: list,
                       chain: list[Candidate], notes: list[str]) -> tuple[Decision | None, Candidate]:

@@ -339,8 +339,10 @@ class Optimizer:
             if early == [report.tier]:      # what passed ahead passed all of round 1's tiers
                 verified_before = {h: at - start for h, at in report.passed_at}
         # the final check the rounds leave room for: its shortest (``FinalCheck._shortest``)
-        shortest = lambda: self.final_check._shortest(  # noqa: E731
-            original, original, len(perf_ids()))
+        # plus, while a split config is pending, its size dispatch (``_dispatch_reserve``)
+        self._reserve_s = 0.0
+        shortest = lambda: _plus(self.final_check._shortest(  # noqa: E731
+            original, original, len(perf_ids())), self._reserve_s)
         env = RoundEnv(self.stages, self.policy, clock, estimate, hardware,
                        self.final_check._split_worthy, self._emit, self.settings.search.min_speedup,
                        self.settings.search.patience, self._final_worker_started,
@@ -354,6 +356,7 @@ class Optimizer:
                        verified_before=verified_before)
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
+        self._reserve_s = self._dispatch_reserve(state, len(perf_ids()))   # the last round's split
         self._emit("final-check", f"{state.task.name}: final check in a fresh process",
                    round=state.round, **counts(state))
         with clock.phase("final check"):
@@ -498,7 +501,9 @@ class Optimizer:
             check = getattr(self, "final_check", None)
             perf = len(state.task.performance_cases)
             if check is not None and check.estimate_s is not None:
-                final_s, fixed_s = check._shortest(state.incumbent, state.original, perf)
+                self._reserve_s = self._dispatch_reserve(state, perf)
+                final_s, fixed_s = _plus(check._shortest(state.incumbent, state.original, perf),
+                                         self._reserve_s)
             else:
                 final_s = env.estimate.seconds(c.id for c in state.task.performance_cases)
                 fixed_s = None
@@ -544,6 +549,15 @@ class Optimizer:
                 return state, outcome.stop
         return state, "max rounds reached"
 
+    def _dispatch_reserve(self, state: SearchState, perf: int) -> float:
+        """Seconds the rounds and the finalists' sweep leave the final phase beyond its first
+        check: a size dispatch's (``FinalCheck.dispatch_reserve_s``) while a split config the
+        final phase will try is pending, else 0."""
+        check = self.final_check
+        if not check.split_pending(list(state.split), state.factor):
+            return 0.0
+        return check.dispatch_reserve_s(state.incumbent, state.original, perf)
+
     def _branch_due(self, stop: str, budget: BudgetPolicy) -> bool:
         """Whether a search that would stop (nothing new, or out of patience) runs a round from
         a near miss instead (``search.branch``): on a GPU, with more than ``1 - SPARE_SHARE``
@@ -571,6 +585,12 @@ class Optimizer:
         with 4 candidates tried, leaving the rest of their budget unused."""
         return not self.interpreted and not state.spare_round and budget.budget_s is not None \
             and budget.elapsed() < SPARE_SHARE * budget.budget_s
+
+
+def _plus(check: tuple[float, float], extra_s: float) -> tuple[float, float]:
+    """A shortest check's (expected seconds, the part no plan shortens) with ``extra_s`` more
+    work after it that no plan shortens either."""
+    return check[0] + extra_s, check[1] + extra_s
 
 
 def _late_ready(late_cases: Callable[[], tuple[Case, ...]]) -> bool:
