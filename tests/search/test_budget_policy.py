@@ -148,9 +148,11 @@ def _final_check(clock, budget_s, check_s, finals):
         o, b = _timed("original", 1.0), _timed("best", best_ms)
         return SimpleNamespace(result=lambda name: o if name == "original" else b)
 
+    said = []
     fc = FinalCheck(SimpleNamespace(emit="fixed", min_speedup=1.05), ArbiterPolicy(),
-                    SimpleNamespace(evaluate=evaluate), None, None, lambda s: None, False,
+                    SimpleNamespace(evaluate=evaluate), None, None, said.append, False,
                     BudgetPolicy(budget_s, clock), estimate_s=lambda cand: check_s)
+    fc.said = said
     return fc, asked
 
 
@@ -172,6 +174,12 @@ def test_a_fallback_check_that_would_overrun_the_cap_is_not_run(monkeypatch):
     fc, asked = _final_check(clock, 120.0, 30.0, {a.hash: 0.5, b.hash: 2.0})
     final, out = fc._output(task, ORIGINAL, [a, b], [], [], 2.0, [])
     assert [h for h, _ in asked] == [b.hash, a.hash] and out is a and final.accepted
+    # each check's wall beside its estimate, in the run's log (what a calibration learns from)
+    # (the second expected longer: the first check's wall, with a fresh worker's start,
+    # rescaled the model)
+    assert [s.split(" (")[0] for s in fc.said if "final check of" in s] == [
+        "t: final check of b took 30 s", "t: final check of a took 30 s"]
+    assert "expected 30 s on the full plan" in fc.said[0] and "expected 40 s" in fc.said[1]
 
 
 def test_the_first_final_check_runs_on_a_plan_shortened_to_fit(monkeypatch):

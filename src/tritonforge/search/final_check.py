@@ -493,6 +493,13 @@ class FinalCheck:
                 task, (_variant(original, "original"), _variant(best, "best")), purpose="final",
                 verify=True, time=True, keep_going=True, plan=plan)
             wall_s = self._now() - start
+            shortest, _ = self._shortest(best, original, len(perf))
+            # the estimate against the wall, in the run's log: what a calibration of the
+            # estimate learns from (its verification part is modelled from the baseline alone)
+            self.progress(f"{task.name}: final check of {best.description or best.hash} took "
+                          f"{wall_s:.0f} s (expected {self._expected_s(best):.0f} s on the full "
+                          f"plan, {shortest:.0f} s on the shortest; "
+                          f"{'full' if plan == final_check_plan(self.settings) else 'fitted'} plan)")
             original_r, best_r = evaluation.result("original"), evaluation.result("best")
             decision = judge(original_r, best_r, perf, interpreted=self.interpreted,
                              policy=self.policy)
