@@ -173,6 +173,7 @@ class _Pacer:
     def __init__(self, enabled: bool, reference: str | None = None):
         self.enabled = enabled
         self.pad_cycles: dict[str, int] = {}
+        self.longest_pad = 0            # the longest of pad_cycles: every variant's sleep
         self.host_ms: dict[str, float] = {}
         self.reference = reference      # the variant others' host times compare with
         self.fns: dict[str, Callable[[], object]] = {}
@@ -187,6 +188,7 @@ class _Pacer:
         self.host_ms[name] = host
         pad_ms = min(PAD_LIMIT_MS, PAD_HOST_FACTOR * host + PAD_FLOOR_MS)
         self.pad_cycles[name] = int(pad_ms * _sleep_cycles_per_ms())
+        self.longest_pad = max(self.longest_pad, self.pad_cycles[name])
 
     def pad(self, name: str) -> None:
         """The sleep before ``name``'s start event: the longest any variant learned, the same for
@@ -197,7 +199,7 @@ class _Pacer:
         20710a76802c, 2026-11-28). The sleep comes before the start event, so its length is
         never in a sample; what it costs is wall time: beside a variant that adds host work (up
         to ``PAD_LIMIT_MS``), every variant's calls take that long too."""
-        cycles = max(self.pad_cycles.values(), default=0) if name in self.pad_cycles else 0
+        cycles = self.longest_pad if name in self.pad_cycles else 0
         if cycles:
             torch.cuda._sleep(cycles)
 
