@@ -20,7 +20,8 @@
 #                first on PYTHONPATH and its COMMIT names the engine
 #   ALLOW_MIXED  1: a pass keeps records another engine made (then not publishable)
 #   PASS_GPU     the pass step runs only where every GPU's name contains this (e.g. H100): a pass
-#                is one kind of GPU, and a kind asked for can come as another
+#                is one kind of GPU, and a kind asked for can come as another (default: the GPU
+#                the pass's first record names; none for a pass with no record yet)
 #   EXAMPLES     comma-separated example names for the examples step (default: all)
 #   VP_NAMES     comma-separated records for the verifyprofile step (default add_value,
 #                attention_forward_triton)
@@ -185,6 +186,13 @@ for step in "$@"; do
       done
       ;;
     pass|optimize)
+      # a resumed pass runs on the kind of GPU its records came from: PASS_GPU, when not given,
+      # is the GPU its first record names (a kind asked for can come as another, and the first
+      # call of a pass takes whatever came)
+      if [ -z "${PASS_GPU:-}" ] && [ -s "${PASS_DIR:-bench/results}/records.jsonl" ]; then
+        PASS_GPU="$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline()).get("gpu") or "")' "${PASS_DIR:-bench/results}/records.jsonl" 2>/dev/null)"
+        [ -n "$PASS_GPU" ] && log "the pass's records were made on $PASS_GPU: it goes on only there"
+      fi
       if [ -n "${PASS_GPU:-}" ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -vq "$PASS_GPU"; then
         log "pass not run: a GPU here is not an $PASS_GPU ($(nvidia-smi --query-gpu=name --format=csv,noheader | sort -u | paste -sd,))"
         continue
