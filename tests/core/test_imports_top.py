@@ -50,6 +50,10 @@ ALLOWED = frozenset({
     # triton reads TRITON_INTERPRET when imported; processes import these modules before they
     # set it (tests/transforms/conftest.py), and the profile package imports without triton
     ("profile/compile_child.py", "triton.language"),
+    # the compile child imports torch and Triton's compiler only when asked to warm up
+    # (``--warm``): a child not warmed starts without them
+    ("profile/compile_child_main.py", "torch"),
+    ("profile/compile_child_main.py", "triton.compiler"),
     ("profile/ptx.py", "triton"),
     ("profile/roofline.py", "torch"),
     ("profile/session.py", "triton.language"),

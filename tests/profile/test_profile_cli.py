@@ -198,7 +198,7 @@ def test_the_static_compile_is_bounded_by_the_profile_option(tmp_path):
 
     seen = []
 
-    def slow_compile(requests, *, isolate=None, timeout_s=600.0, workers=1):
+    def slow_compile(requests, *, isolate=None, timeout_s=600.0, workers=1, children=()):
         seen.append(timeout_s)
         return [Stats(kernel=r.kernel_name, target="cuda:90", num_warps=r.num_warps,
                       num_stages=r.num_stages, error="compile child failed: timed out")

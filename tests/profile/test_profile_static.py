@@ -1,5 +1,6 @@
 """Static stats: PTX/ptxas parsing on snippets, limits and occupancy, and real sm_90/sm_80 compiles."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 
 from tritonforge.model import CompileStats
 from tritonforge.profile.limits import check_limits, estimate_occupancy, limits_for
+from tritonforge.profile.compile_child import CompileChild
 from tritonforge.profile.ptx import mma_kind, parse_ptxas_log, widest_global_access
 from tritonforge.profile.static import (
     CompileRequest,
@@ -166,6 +168,38 @@ def test_compile_stats_takes_a_plain_signature_mapping():
                       isolate=True)                  # also exercises the child-process path
     assert s.error is None, s.error
     assert s.num_warps == 2 and s.registers is not None and s.kernel == "row_sum_kernel"
+
+
+def test_children_started_ahead_compile_and_are_closed():
+    """Children started before the requests are known (``CompileChild``, warmed) compile them,
+    in order, and are stopped afterwards."""
+    div = ("x_ptr", "y_ptr", "out_ptr", "n")
+    reqs = [CompileRequest(KERNELS, "add_kernel", KernelSignature(ADD_TYPES, (("BLOCK", b),), div), 4, 2)
+            for b in (256, 512, 1024)]
+    children = [CompileChild(), CompileChild()]
+    out = compile_many(reqs, workers=2, children=children)
+    assert [dict(s.constexprs)["BLOCK"] for s in out] == [256, 512, 1024]
+    assert all(s.error is None and s.registers for s in out)
+    assert all(c._proc.poll() is not None for c in children)
+    with pytest.raises(RuntimeError, match="one list"):
+        children[0].compile(reqs[:1])
+
+
+def test_a_compile_given_a_child_is_bounded_even_for_one_request(tmp_path):
+    """One request with a child started ahead compiles in that child, where the timeout holds:
+    a kernel file whose import hangs gives error stats after the bound, not a hung profile
+    (in this process no bound could hold)."""
+    slow = tmp_path / "slow_kernels.py"
+    slow.write_text(Path(KERNELS).read_text() + "\nimport time\ntime.sleep(120)\n")
+    div = ("x_ptr", "y_ptr", "out_ptr", "n")
+    req = CompileRequest(str(slow), "add_kernel", KernelSignature(ADD_TYPES, (("BLOCK", 256),), div), 4, 2)
+    child = CompileChild()
+    started = time.monotonic()
+    [stats] = compile_many([req], isolate=False, timeout_s=4.0, children=[child])
+    assert time.monotonic() - started < 30
+    assert stats.error and "timed out after 4 s" in stats.error
+    assert child._proc.poll() is not None
+    assert compile_many([], children=[CompileChild(warm=False)]) == []
 
 
 def test_compile_many_in_parallel_children_keeps_the_order():

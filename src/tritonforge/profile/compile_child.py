@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -66,18 +67,76 @@ def stats_from_json(d: dict) -> CompileStats:
     return CompileStats(**{k: v for k, v in d.items() if k in known})
 
 
-def compile_in_child(requests: list, timeout_s: float = 600.0) -> list[CompileStats]:
-    """Run the requests in one child process; a child that fails yields error stats for all."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    payload = json.dumps([encode_request(r) for r in requests])
+class CompileChild:
+    """A compile child started before its requests are known (``warm``: it imports torch and
+    Triton's compiler while it waits), so that its start overlaps the caller's other work; its
+    ``compile`` is bounded by a timeout that kills the child's whole process group.
+
+    Why: the profile's static compile ran in the driver's own process wherever it had one
+    request, where no timeout can hold: on two H200s (engine c064071456aa, 2026-11-28)
+    attn_fwd_causal's one kernel compiled for 61 s against a 30 s bound, in a 120 s record. A
+    child started before Nsight Compute runs has imported torch and Triton by the time the
+    launches are known (``profile.session``)."""
+
+    def __init__(self, warm: bool = True):
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        cmd = [sys.executable, "-m", "tritonforge.profile.compile_child_main"]
+        self._proc = subprocess.Popen(cmd + (["--warm"] if warm else []), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      env=env, start_new_session=True)
+        self._used = False
+
+    def compile(self, requests: list, timeout_s: float = 600.0) -> list[CompileStats]:
+        """Compile ``requests`` in this child (once: a child serves one list); a child that
+        fails or runs out of time yields error stats for all of them."""
+        if self._used:
+            raise RuntimeError("a CompileChild compiles one list of requests")
+        self._used = True
+        payload = json.dumps([encode_request(r) for r in requests])
+        try:
+            try:
+                out, err = self._proc.communicate(payload, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise RuntimeError(f"timed out after {timeout_s:.0f} s") from None
+            except (BrokenPipeError, OSError) as exc:
+                self.close()
+                raise RuntimeError(f"the child is gone: {exc}") from None
+            if self._proc.returncode != 0:
+                raise RuntimeError(f"compile child exited with {self._proc.returncode}: {err[-2000:]}")
+            return [stats_from_json(d) for d in json.loads(out.strip().splitlines()[-1])]
+        except (RuntimeError, ValueError, IndexError) as exc:
+            return [CompileStats(kernel=r.kernel_name, target=f"{r.target[0]}:{r.target[1]}",
+                                 num_warps=r.num_warps, num_stages=r.num_stages,
+                                 error=f"compile child failed: {exc}") for r in requests]
+
+    def close(self) -> None:
+        """Stop the child (and anything it started) if it still runs; safe to call twice."""
+        if self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self._proc.kill()
+        try:
+            self._proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            pass
+
+    def __enter__(self) -> "CompileChild":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def compile_in_child(requests: list, timeout_s: float = 600.0,
+                     child: CompileChild | None = None) -> list[CompileStats]:
+    """Run the requests in one child process (``child``: one started ahead, else a new one,
+    not warmed); a child that fails or runs out of time yields error stats for all."""
+    own = child is None
+    child = child or CompileChild(warm=False)
     try:
-        done = subprocess.run([sys.executable, "-m", "tritonforge.profile.compile_child_main"],
-                              input=payload, capture_output=True, text=True, env=env,
-                              timeout=timeout_s)
-        if done.returncode != 0:
-            raise RuntimeError(f"compile child exited with {done.returncode}: {done.stderr[-2000:]}")
-        return [stats_from_json(d) for d in json.loads(done.stdout.strip().splitlines()[-1])]
-    except (subprocess.TimeoutExpired, RuntimeError, ValueError, IndexError) as exc:
-        return [CompileStats(kernel=r.kernel_name, target=f"{r.target[0]}:{r.target[1]}",
-                             num_warps=r.num_warps, num_stages=r.num_stages,
-                             error=f"compile child failed: {exc}") for r in requests]
+        return child.compile(requests, timeout_s=timeout_s)
+    finally:
+        if own:
+            child.close()

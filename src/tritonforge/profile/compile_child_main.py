@@ -13,7 +13,19 @@ from .compile_child import decode_value, stats_to_json
 from .static import KernelSignature, compile_loaded, load_kernel
 
 
+def _warm() -> None:
+    """Import what the requests will need while the parent still prepares them
+    (``CompileChild(warm=True)``): torch, which a task's file imports, and Triton's compiler."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    import triton.compiler  # noqa: F401
+
+
 def main() -> int:
+    if "--warm" in sys.argv[1:]:
+        _warm()
     results = []
     for d in json.loads(sys.stdin.read()):
         sig = KernelSignature(tuple(tuple(t) for t in d["types"]),

@@ -11,7 +11,9 @@
    through the interpreter without executing them (``--dry-run``).
 4. Compile every launched kernel at its recorded arguments, constexprs and num_warps/num_stages
    for sm_90 (or the GPU's own arch) and read registers, spills, shared memory, vector width,
-   tensor cores (``profile.static``).
+   tensor cores (``profile.static``), in child processes started before step 3 (they import
+   torch and Triton meanwhile), where the compile's bound (``ProfileOptions.static_timeout_s``)
+   holds.
 5. On a GPU: measured peaks (``roofline.measure_peaks``, cached, in a child process), bytes and
    FLOPs of the call (``profile.accounting``), the roofline position, then the diagnosis
    (``build_profile``). Without ncu or without a GPU the profile rests on what there is and says
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from importlib.metadata import PackageNotFoundError, version
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,6 +52,7 @@ from ..store import RunStore
 from .accounting import call_work, compute_kind
 from .build import build_profile
 from .ncu import NcuRequest, NcuResult, profile_with_ncu
+from .compile_child import CompileChild
 from .roofline import Peaks, load_cached, place
 from .static import DEFAULT_TARGET, CompileRequest, TensorArg, compile_many, load_kernel, signature_from_args
 
@@ -69,6 +73,9 @@ def ncu_lock_mode(settings: Settings | None = None) -> str:
     20-28 s of profiling itself (attention_fwd_triton3: 61 of 89 s); under 'shared',
     max_reduction's profile took 25 s and queued 0 s (H100, 2026-11-25)."""
     return (settings or env_settings()).sharing.ncu_lock   # checked by config.load_settings
+
+
+STATIC_CHILDREN = 2     # compile children of the static stats, started before Nsight Compute
 
 
 @dataclass(frozen=True)
@@ -321,7 +328,7 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
     notes: list[str] = []
     steps = StepClock("setup")
     store_path = run_dir / "store.sqlite"
-    with RunStore(store_path) as store:
+    with RunStore(store_path) as store, ExitStack() as cleanup:
         store.put_task(task)
         time_us, failure, device_name, arch = None, None, "cpu (triton interpreter)", options.arch or 90
         known = device == "cuda" and options.case_id is not None and options.known_time_ms is not None
@@ -363,6 +370,11 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
                "--case", case.id, "--module-dir", str(work / "modules"),
                "--record-launches", str(capture_path)]
         ncu: NcuResult | None = None
+        # the static compile's children start now, so that they have imported torch and Triton
+        # while Nsight Compute runs; in a child the compile's bound holds (``CompileChild``)
+        children = [] if device == "cpu" else [CompileChild() for _ in range(STATIC_CHILDREN)]
+        for child in children:
+            cleanup.callback(child.close)
         if device == "cpu":
             cmd += ["--warmup", "0", "--repeat", "1", "--dry-run"]
         else:
@@ -404,8 +416,9 @@ def profile_task(task: Task, settings: Settings, options: ProfileOptions = Profi
         with ThreadPoolExecutor(max_workers=1) as pool:
             peaks_job = pool.submit(measure_peaks_isolated) if device == "cuda" else None
             requests, stats_failed = launch_requests(launches, arch)
-            stats = list(compile_many(requests, workers=min(2, len(requests)),
-                                      timeout_s=options.static_timeout_s)) + stats_failed
+            stats = list(compile_many(requests, workers=min(STATIC_CHILDREN, len(requests)),
+                                      timeout_s=options.static_timeout_s,
+                                      children=children)) + stats_failed
             peaks, peaks_problem = peaks_job.result() if peaks_job else (None, None)
         if peaks_problem:
             notes.append(peaks_problem.splitlines()[0][:300])

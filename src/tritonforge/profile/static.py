@@ -32,11 +32,11 @@ import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import EnvironmentProblem, SourceFileError
 from ..model import CompileStats
-from .compile_child import compile_in_child
+from .compile_child import CompileChild, compile_in_child
 from .limits import check_limits, limits_for
 from .ptx import cuobjdump_registers, mma_kind, run_ptxas, widest_global_access
 
@@ -317,21 +317,41 @@ def compile_jit_stats(
 
 
 def compile_many(requests: list[CompileRequest], *, isolate: bool | None = None,
-                 timeout_s: float = 600.0, workers: int = 1) -> list[CompileStats]:
+                 timeout_s: float = 600.0, workers: int = 1,
+                 children: Sequence[CompileChild] = ()) -> list[CompileStats]:
     """Compile several requests: in this process, in one child process, or (``workers`` > 1) in
     that many child processes at once, each taking every ``workers``-th request. Results come
-    back in the order of ``requests``."""
-    if workers > 1 and len(requests) > 1:
-        n = min(workers, len(requests))
+    back in the order of ``requests``. ``children``: child processes started ahead
+    (``CompileChild``), used before new ones are started (and then closed); given any, every
+    request compiles in a child, where ``timeout_s`` holds (it cannot in this process)."""
+    children = list(children)
+    if not requests:
+        for child in children:
+            child.close()
+        return []
+    if children:
+        isolate = True
+    if isolate or (isolate is None and interpreter_active()) or (workers > 1 and len(requests) > 1):
+        n = max(1, min(workers, len(requests)))
         slices = [requests[i::n] for i in range(n)]
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            parts = list(pool.map(lambda part: compile_in_child(part, timeout_s=timeout_s), slices))
+
+        def run(i: int) -> list[CompileStats]:
+            child = children[i] if i < len(children) else None
+            return compile_in_child(slices[i], timeout_s=timeout_s, child=child)
+
+        try:
+            if n == 1:
+                parts = [run(0)]
+            else:
+                with ThreadPoolExecutor(max_workers=n) as pool:
+                    parts = list(pool.map(run, range(n)))
+        finally:
+            for child in children:
+                child.close()
         results: list[CompileStats] = [None] * len(requests)  # type: ignore[list-item]
         for i, part in enumerate(parts):
             results[i::n] = part
         return results
-    if isolate or (isolate is None and interpreter_active()):
-        return compile_in_child(requests, timeout_s=timeout_s)
     results = []
     for r in requests:
         fn = load_kernel(r.source_path, r.kernel_name)
