@@ -50,6 +50,13 @@ class Settings:
     # at the 90th percentile, 1% at the 99th, 2.9% at most, and put 3 of 1341 on the other side
     # of 1.05x; timing was 60-80% of every search round and final check there
     timing_warmup_ms: float = 10.0
+    timing_max_calls_per_round: int = 67   # calls per variant per round at most (a quick call's
+    # round is this many calls, not round_ms): a paced call costs its flush and sleep besides
+    # its own time, 0.38-0.64 ms a sample for 5 us kernels on two H200s (engine c064071456aa,
+    # 2026-11-28), so 200 calls made a round of 8 ms take 76-128 ms, and tiny cases took most
+    # of every timing request (add_example: 24 s of a round's 34 s). A third of 200: every
+    # third sample of 1341 comparisons (four H100s) moved the median ratio 1% at the 99th
+    # percentile, and every third and every sixth of 263 comparisons (two H200s) 1.3% and 1.1%
     flush_l2: bool = True
     flush_mode: str = "read"          # write: zero a buffer (do_bench's); read: read one (clean L2)
     timing_interleave: str = "call"   # block: a variant's calls of a round back to back; call: turns
@@ -142,6 +149,7 @@ class TimingSettings:
     rounds: int
     round_ms: float
     warmup_ms: float
+    max_calls_per_round: int
     flush_l2: bool
     flush_mode: str
     interleave: str

@@ -335,12 +335,15 @@ def test_timing_room_is_what_leaves_the_shortest_first_check_before_the_cap():
 
 
 def test_the_search_timing_estimate_follows_the_measured_ratio():
-    from tritonforge.search.budget import DEFAULT_RATIO, FinalCheckEstimate, case_timing_ms
+    from tritonforge.search.budget import (
+        CALL_OVERHEAD_MS, DEFAULT_RATIO, FinalCheckEstimate, case_timing_ms,
+    )
 
     est = FinalCheckEstimate({"p": 1.0}, PLAN, PLAN)
-    model = case_timing_ms(1.0, 3, PLAN) / 1000.0
+    model = case_timing_ms(1.0, 3, PLAN, CALL_OVERHEAD_MS) / 1000.0
     assert est.timing_s(["p"], 3) == pytest.approx(DEFAULT_RATIO * model)
-    est.observe(4.0 * case_timing_ms(1.0, 2, PLAN) / 1000.0, 2, ["p"])   # measured: 4x the model
+    measured = 4.0 * case_timing_ms(1.0, 2, PLAN, CALL_OVERHEAD_MS) / 1000.0    # 4x the model
+    est.observe(measured, 2, ["p"])
     assert est.timing_s(["p"], 3) == pytest.approx(4.0 * model)
 
 

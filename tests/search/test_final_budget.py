@@ -27,6 +27,24 @@ def test_a_microsecond_call_costs_its_capped_calls_per_round():
     assert case_timing_ms(0.005, 2, PLAN) == pytest.approx(2 * 25 + 2 * 10 * 1.0)
 
 
+def test_every_call_of_a_round_pays_its_overhead_beyond_the_round_target():
+    """The loop sizes a round by the call's GPU time alone; the flush and the pacing sleep come
+    on top of each call, so 200 calls of 5 us with 0.3 ms each take 61 ms a round, not 25."""
+    assert case_timing_ms(0.005, 2, PLAN, 0.3) == pytest.approx(2 * 25 + 2 * 10 * 200 * 0.305)
+    capped = dataclasses.replace(PLAN, max_calls_per_round=67)
+    assert case_timing_ms(0.005, 2, capped, 0.3) == pytest.approx(2 * 25 + 2 * 10 * 67 * 0.305)
+    # a slow call: one a round, its overhead a sliver of it
+    assert case_timing_ms(100.0, 2, PLAN, 0.3) == pytest.approx(50 + 2 * 10 * 100.3)
+
+
+def test_the_plans_take_the_configured_calls_per_round():
+    settings = Settings()
+    assert timing_plan(settings).max_calls_per_round == settings.timing.max_calls_per_round
+    assert final_check_plan(settings).max_calls_per_round == settings.timing.max_calls_per_round
+    fewer = dataclasses.replace(settings, timing_max_calls_per_round=20)
+    assert timing_plan(fewer).max_calls_per_round == 20
+
+
 def test_a_call_longer_than_the_round_target_is_one_call_a_round():
     assert case_timing_ms(100.0, 2, PLAN) == pytest.approx(50 + 2 * 10 * 100)
 
@@ -45,10 +63,10 @@ def test_the_estimate_scales_the_model_by_what_the_search_measured():
     est = FinalCheckEstimate({"a": 0.01, "b": 2.0, "p1": 0.01, "p2": 5.0}, PLAN, PLAN)
     perf = ("p1", "p2")
     c = CALL_OVERHEAD_MS        # the flush, the input variation and the launch of every call
-    model = (case_timing_ms(0.01 + c, 2, PLAN) + case_timing_ms(5.0 + c, 2, PLAN)) / 1000
+    model = (case_timing_ms(0.01, 2, PLAN, c) + case_timing_ms(5.0, 2, PLAN, c)) / 1000
     assert est.ratio == DEFAULT_RATIO
     assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + DEFAULT_RATIO * model)
-    searched = (case_timing_ms(0.01 + c, 7, PLAN) + case_timing_ms(2.0 + c, 7, PLAN)) / 1000
+    searched = (case_timing_ms(0.01, 7, PLAN, c) + case_timing_ms(2.0, 7, PLAN, c)) / 1000
     est.observe(3 * searched, 7, ("a", "b"))
     assert est.ratio == pytest.approx(3.0)
     assert est.seconds(perf) == pytest.approx(FINAL_FIXED_S + 3 * model)

@@ -33,6 +33,7 @@ def timing_plan(settings: Settings) -> TimingPlan:
     the samples it has, and the final check times every variant in full."""
     t = settings.timing
     return TimingPlan(rounds=t.rounds, round_ms=t.round_ms, warmup_ms=t.warmup_ms,
+                      max_calls_per_round=t.max_calls_per_round,
                       flush_l2=t.flush_l2, flush_mode=t.flush_mode, interleave=t.interleave,
                       pace=t.pace, cuda_graph=t.cuda_graph,
                       autotune_rep_ms=t.search_autotune_rep_ms or None,

@@ -70,29 +70,36 @@ def final_fixed_s(first_runs: float | None) -> float:
     return max(FIXED_FLOOR_S, FIXED_OVERHEAD_S + FIXED_PER_FIRST_RUN * first_runs)
 MAX_RATIO = 20.0        # one hung timing request must not make every later estimate absurd
 MIN_SEARCH_RATIO = 0.2  # nor one request that screened every variant off at once
-# What a timed call costs beyond the original's own GPU time (the L2 flush before it, the input
-# variation, the host's launch). Fitted offline to the 34 timing requests (search and final
-# checks, 26 records) of the H100 pass of engine f421d501e87f (2026-11-26): measured over
-# modelled time had a median of 1.96 and a range of 0.9-11.7 without it (the 5 us calls of
-# matrix_vector_multip and square_matrix read 8-12x the model), a median of 1.39 and a range of
-# 0.6-2.5 with 0.1 ms a call.
-CALL_OVERHEAD_MS = 0.1
-# before any timing was measured (round 1 verified nothing): above the largest ratio of those 34
-# requests (2.5), for the timer's input variation, which that engine lacked, adds launches
-DEFAULT_RATIO = 3.0
+# What a timed call costs beyond the original's own GPU time (the L2 flush before it, the pacing
+# sleep, the input variation, the host's launch), in ``case_timing_ms``'s model, where it is paid
+# by every call of a round. Fitted with ``scripts/timing_model_fit.py`` to the timing requests
+# (search rounds and final checks) of paced engines: measured over modelled time had a median of
+# 0.88 (range 0.48-1.93) over 20 requests on four H100s (engine b84f85a408d7, 2026-11-28) and
+# 1.10 (0.35-4.42, the top an autotuned record) over 9 on two H200s (engine c064071456aa) with
+# 0.3 ms a call; with the 0.1 ms fitted before pacing, medians of 1.98 and 1.83.
+CALL_OVERHEAD_MS = 0.3
+# before any timing was measured (round 1 verified nothing): above every ratio of those requests
+# but the autotuned record's (whose tuning the final check's estimate counts apart)
+DEFAULT_RATIO = 2.0
 
 
-def case_timing_ms(call_ms: float, variants: int, plan: TimingPlan) -> float:
-    """GPU milliseconds ``runtime.timing`` spends timing one case of ``call_ms`` per call for
-    ``variants`` variants under ``plan``: each variant's warm-up, then rounds of about
-    ``round_ms`` (at least one call, at most ``max_calls_per_round``) per variant, rounds past
-    ``min_rounds`` cut once the case has had ``case_budget_ms``."""
+def case_timing_ms(call_ms: float, variants: int, plan: TimingPlan,
+                   overhead_ms: float = 0.0) -> float:
+    """Milliseconds ``runtime.timing`` spends timing one case of ``call_ms`` (GPU time) per call
+    for ``variants`` variants under ``plan``, as its loop does: each variant's warm-up, then
+    rounds of ``round_ms / call_ms`` calls per variant (at least one, at most
+    ``max_calls_per_round``), each call costing ``overhead_ms`` besides its own time (the flush,
+    the pacing sleep, the input variation, the launch: ``CALL_OVERHEAD_MS``), rounds past
+    ``min_rounds`` cut once the case has had ``case_budget_ms`` of call time. A quick call's
+    round is its calls' overhead, not ``round_ms``: 200 paced calls of a 5 us kernel took 76-128
+    ms a round for a plan of 8 ms (two H200s, engine c064071456aa, 2026-11-28)."""
     call_ms = max(call_ms, 0.0) if call_ms == call_ms else plan.round_ms   # NaN: unknown time
-    per_round = max(min(plan.round_ms, plan.max_calls_per_round * call_ms), call_ms)
-    rounds_ms = variants * plan.rounds * per_round
-    if plan.case_budget_ms is not None:
-        rounds_ms = min(rounds_ms, max(plan.case_budget_ms, variants * plan.min_rounds * per_round))
-    return variants * plan.warmup_ms + rounds_ms
+    calls = max(1, min(plan.max_calls_per_round, int(plan.round_ms / max(call_ms, 1e-6))))
+    rounds = float(plan.rounds)
+    call_time_per_round = variants * calls * call_ms
+    if plan.case_budget_ms is not None and call_time_per_round > 0:
+        rounds = min(rounds, max(float(plan.min_rounds), plan.case_budget_ms / call_time_per_round))
+    return variants * plan.warmup_ms + variants * rounds * calls * (call_ms + overhead_ms)
 
 
 @dataclass
@@ -108,8 +115,8 @@ class FinalCheckEstimate:
     fixed_s: float = FINAL_FIXED_S      # the check outside timing (``final_fixed_s``)
 
     def _model_s(self, case_ids: Iterable[str], variants: int, plan: TimingPlan) -> float:
-        return sum(case_timing_ms(self.call_ms.get(cid, float("nan")) + CALL_OVERHEAD_MS,
-                                  variants, plan)
+        return sum(case_timing_ms(self.call_ms.get(cid, float("nan")), variants, plan,
+                                  CALL_OVERHEAD_MS)
                    for cid in case_ids) / 1000.0
 
     def observe(self, seconds: float, variants: int, case_ids: Iterable[str]) -> None:
