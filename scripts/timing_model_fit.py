@@ -29,7 +29,7 @@ from tritonforge.config import Settings  # noqa: E402
 from tritonforge.runtime.timing_plan import final_check_plan, timing_plan  # noqa: E402
 from tritonforge.search.budget import case_timing_ms  # noqa: E402
 
-OVERHEADS_MS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.6)
+OVERHEADS_MS = (0.0, 0.1, 0.2, 0.3, 0.35, 0.4, 0.6)
 
 
 def _timing_s(notes: list[str]) -> float | None:

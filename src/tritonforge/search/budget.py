@@ -75,11 +75,12 @@ MIN_SEARCH_RATIO = 0.2  # nor one request that screened every variant off at onc
 # by every call of a round. Fitted with ``scripts/timing_model_fit.py`` to the timing requests
 # (search rounds and final checks) of paced engines: measured over modelled time had a median of
 # 0.88 (range 0.48-1.93) over 20 requests on four H100s (engine b84f85a408d7, 2026-11-28) and
-# 1.10 (0.35-4.42, the top an autotuned record) over 9 on two H200s (engine c064071456aa) with
-# 0.3 ms a call; with the 0.1 ms fitted before pacing, medians of 1.98 and 1.83.
+# 1.25 (0.35-5.51, the top ones autotuned records) over 25 on two H200s (engine c064071456aa)
+# with 0.3 ms a call; with the 0.1 ms fitted before pacing, medians of 1.98 and 2.34. The H100s
+# fit 0.25 ms best and the H200s 0.4 ms.
 CALL_OVERHEAD_MS = 0.3
-# before any timing was measured (round 1 verified nothing): above every ratio of those requests
-# but the autotuned record's (whose tuning the final check's estimate counts apart)
+# before any timing was measured (round 1 verified nothing): above the ratios of those requests
+# but a few autotuned records' (whose tuning the final check's estimate counts apart)
 DEFAULT_RATIO = 2.0
 
 
