@@ -79,8 +79,9 @@ MIN_SEARCH_RATIO = 0.2  # nor one request that screened every variant off at onc
 # with 0.3 ms a call; with the 0.1 ms fitted before pacing, medians of 1.98 and 2.34. The H100s
 # fit 0.25 ms best and the H200s 0.4 ms.
 CALL_OVERHEAD_MS = 0.3
-# before any timing was measured (round 1 verified nothing): above the ratios of those requests
-# but a few autotuned records' (whose tuning the final check's estimate counts apart)
+# before any timing was measured (round 1 verified nothing): above the ratios of most of those
+# requests (the ones above are autotuned records, whose tuning the final check's estimate counts
+# apart); the 3.0 of the 0.1 ms model, whose figures were about half these, allowed about as much
 DEFAULT_RATIO = 2.0
 
 
