@@ -74,6 +74,33 @@ def test_a_tie_is_screened_off_the_case_a_gain_stays_and_a_case_with_no_race_lef
     assert {len(v) for v in samples.values()} == {10}      # no tie screen: ties get every round
 
 
+def test_on_a_slow_case_the_screen_stops_a_slower_variant_on_its_estimate(monkeypatch):
+    """With a reference call of 20 ms or more, a variant the screen would stop after its minimum
+    rounds is stopped at once, on two confirming calls (its samples); one within the screen, and
+    the same variants on a quick case, get every round."""
+    plan = TimingPlan(rounds=10, round_ms=0.5, min_rounds=4, case_budget_ms=None, screen_slower=1.1)
+    fns, calls = _stub(monkeypatch, {"inc": 40.0, "slower": 46.0, "close": 42.0})
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert samples["slower"] == [46.0, 46.0] and calls["slower"] == 2
+    assert len(samples["inc"]) == len(samples["close"]) == 10
+    fns, calls = _stub(monkeypatch, {"inc": 4.0, "slower": 4.6, "close": 4.2})
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert len(samples["slower"]) == 4                  # the screen after the minimum rounds
+    fns, calls = _stub(monkeypatch, {"inc": 40.0, "slower": 46.0})
+    samples, _ = time_interleaved_cuda(fns, TimingPlan(rounds=10, round_ms=0.5, min_rounds=4,
+                                                       case_budget_ms=None, abandon_slower=None))
+    assert len(samples["slower"]) == 10                 # no screen (the final check): every round
+
+
+def test_a_slow_estimate_its_confirming_calls_do_not_bear_out_stops_nothing(monkeypatch):
+    fns, calls = _stub(monkeypatch, {"inc": 40.0, "noisy": 40.0})
+    monkeypatch.setattr(timing, "_estimate_ms",
+                        lambda fn, flush, warmup: 50.0 if fn() == "noisy" else 40.0)
+    plan = TimingPlan(rounds=10, round_ms=0.5, min_rounds=4, case_budget_ms=None, screen_slower=1.1)
+    samples, _ = time_interleaved_cuda(fns, plan)
+    assert len(samples["noisy"]) == 10 and len(samples["inc"]) == 10
+
+
 def test_the_search_plan_screens_at_twice_the_regression_limit_and_the_final_check_never():
     from tritonforge.config import Settings
     from tritonforge.runtime.timing_plan import final_check_plan, timing_plan

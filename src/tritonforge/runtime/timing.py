@@ -99,6 +99,15 @@ class _Flusher:
 
 _CYCLES_PER_MS: list[float] = []
 HOPELESS_FROM_MS = 1.0     # the warm-up estimate may drop a variant only from this call time
+# On a case whose reference call takes this long or more, a variant the plan's screen would stop
+# (``TimingPlan.screen_slower``) is stopped on its estimate once ``SCREEN_AT_ONCE_CALLS`` calls
+# all confirm it, not after ``min_rounds`` rounds. Calls of 20 ms or more barely vary: over 116
+# series of them (search rounds and final checks, four H100s and two H200s, 2026-11-28) no sample
+# was 0.6% from its series' median, against the screen's 10%. Each round of such a case is one
+# call a variant: attention_forward_triton's search round timed 17 variants on a 355 ms case for
+# 32 s, 11 of them 15-520% slower there, each for 3 rounds after its warm-up (two H200s)
+SCREEN_AT_ONCE_FROM_MS = 20.0
+SCREEN_AT_ONCE_CALLS = 2
 # rounds past the minimum also stop once a case has taken this many times its GPU budget
 # (``TimingPlan.case_budget_ms``) in wall time: the budget counts the calls' GPU time only, and a
 # 5 us call spends far more on its L2 flush, input step and launch. On an H100 pass (120 s a
@@ -398,6 +407,17 @@ def time_interleaved_cuda(fns: dict[str, Callable[[], object]], plan: TimingPlan
                 if statistics.median(confirm) > limit:
                     samples[n].extend(confirm)
                     active.remove(n)
+    if plan.screen_slower is not None and len(active) > 1 \
+            and estimates[names[0]] >= SCREEN_AT_ONCE_FROM_MS:
+        # a slow case: each estimate is one timed call, and a call this slow barely varies, so
+        # a variant the plan's screen would stop after its minimum rounds is stopped at once,
+        # on this case only, once its confirming calls read as slow
+        ref = estimates[names[0]]
+        for n in [n for n in active[1:] if estimates[n] > plan.screen_slower * ref]:
+            confirm = _time_events(fns[n], SCREEN_AT_ONCE_CALLS, flush)
+            if min(confirm) > plan.screen_slower * ref:
+                samples[n].extend(confirm)
+                active.remove(n)
     method = TimingMethod.CUDA_EVENTS_PACED if pacer.enabled else TimingMethod.CUDA_EVENTS
     graphs = {}
     if plan.cuda_graph:
