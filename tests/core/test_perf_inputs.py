@@ -260,3 +260,90 @@ def test_the_disk_reserve_is_a_quarter_between_8_and_32_gib():
     assert perf_inputs.reserve_bytes(64 * gib) == 16 * gib      # the GPU machine's disk
     assert perf_inputs.reserve_bytes(16 * gib) == 8 * gib
     assert perf_inputs.reserve_bytes(252 * 10**9) == 32 * gib
+
+
+# ---- a size kept on the device for the next variant (InvocationBuilder._device_inputs) ----------
+
+DEVICE_SCRIPT = """
+import torch
+import TritonBench_v1.kmod as K
+
+class performance_metrics:
+    def __init__(self):
+        self.input_tensors = []
+    def get_input_tensors(self):
+        self.input_tensors = [(torch.rand(2 ** i), 3) for i in range(3, 7)]
+    def to_cuda(self, t):
+        K.moves.append(1)
+        return t
+    def call_op(self, t):
+        return K.double(t[0])
+"""
+
+
+def _device_builder(tmp_path, monkeypatch, free_bytes):
+    """A builder for a GPU whose host-to-device move is counted (``to_cuda`` keeps the tensors
+    where they are: no GPU here)."""
+    from contextlib import nullcontext
+
+    from tritonforge.runtime import invoke
+
+    monkeypatch.delenv(perf_inputs.ENV_DIR, raising=False)
+    monkeypatch.setattr(invoke, "drawn_on", lambda device: nullcontext())
+    monkeypatch.setattr(invoke, "_free_device_bytes", lambda device: free_bytes)
+    mod = _module()
+    mod.moves = []
+    return InvocationBuilder(mod, "cuda", tmp_path / "w0"), mod
+
+
+def _device_case(i: int) -> Case:
+    return Case(f"perf-{i:02d}", CaseRole.PERFORMANCE, PerfScriptCall(DEVICE_SCRIPT, "kmod", i))
+
+
+def test_the_variants_of_a_case_get_device_clones_of_one_move_from_the_host(tmp_path, monkeypatch):
+    builder, mod = _device_builder(tmp_path, monkeypatch, 10 ** 12)
+    first = builder.build(mod, _device_case(2), 0).arguments[0]
+    second = builder.build(mod, _device_case(2), 0).arguments[0]
+    assert len(mod.moves) == 1                                   # one move for both variants
+    assert torch.equal(first[0], second[0]) and first[1] == second[1] == 3
+    assert first[0].data_ptr() != second[0].data_ptr()           # each variant its own tensor
+    first[0].fill_(-1.0)                                         # a variant writing its input...
+    third = builder.build(mod, _device_case(2), 0).arguments[0]
+    assert torch.equal(third[0], second[0]) and not torch.equal(third[0], first[0])  # ...alone
+    builder.build(mod, _device_case(3), 0)                       # another size: moved, kept instead
+    builder.build(mod, _device_case(2), 0)
+    assert len(mod.moves) == 3
+    builder.build(mod, _device_case(2), 1)                       # another seed: moved again
+    assert len(mod.moves) == 4
+
+
+def test_nothing_is_kept_where_the_free_memory_is_unknown_or_too_small(tmp_path, monkeypatch):
+    builder, mod = _device_builder(tmp_path, monkeypatch, None)
+    builder.build(mod, _device_case(2), 0)
+    builder.build(mod, _device_case(2), 0)
+    assert len(mod.moves) == 2
+    builder, mod = _device_builder(tmp_path, monkeypatch, 100)  # 32 floats: 128 bytes > 25 of 100
+    builder.build(mod, _device_case(2), 0)
+    builder.build(mod, _device_case(2), 0)
+    assert len(mod.moves) == 2
+
+
+def test_only_plain_trees_of_dense_unaliased_leaf_tensors_are_reused():
+    import collections
+
+    from tritonforge.runtime.invoke import reusable_on_device
+
+    t = torch.ones(8)
+    big = 10 ** 9
+    assert reusable_on_device((t, [torch.zeros(2)], {"n": 4, "dtype": torch.float16}, None), big)
+    assert not reusable_on_device((t, t), big)                   # aliased: clones would not be
+    assert not reusable_on_device((t, t[2:]), big)               # a view of the same storage
+    assert not reusable_on_device(torch.ones(1).expand(8), big)  # overlapping: clone changes strides
+    assert not reusable_on_device(torch.ones(4, 4).t()[::2], big)  # not dense
+    pair = collections.namedtuple("pair", "a b")
+    assert not reusable_on_device(pair(t, 1), big)               # comes back a plain tuple
+    assert not reusable_on_device((t, object()), big)            # an object two variants would share
+    leaf = torch.ones(3, requires_grad=True)
+    assert reusable_on_device(leaf, big) and not reusable_on_device(leaf * 2, big)   # grad_fn
+    assert not reusable_on_device(t, 4 * t.untyped_storage().nbytes() - 1)
+    assert not reusable_on_device(t, None)

@@ -43,6 +43,61 @@ class Invocation:
             self.timed = self.call
 
 
+KEEP_SHARE = 0.25      # a pristine copy is kept only where it takes at most this share of the
+                       # device's free memory (``InvocationBuilder._device_inputs``)
+
+
+def _free_device_bytes(device: str) -> int | None:
+    """Free memory on ``device`` (None where it cannot be read: nothing is kept)."""
+    try:
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+    except Exception:       # noqa: BLE001 - no CUDA, another backend: keep nothing
+        return None
+    return int(free)
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements fill its span without overlap or gaps, in some order of its
+    dimensions: then a clone keeps its strides."""
+    if t.numel() <= 1:
+        return True
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.size()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def reusable_on_device(inputs: Any, free_bytes: int | None) -> bool:
+    """Whether a device clone of ``inputs`` (``runtime.inputs.clone_tree``) gives a variant what
+    ``to_cuda`` gave it: a tree of plain tuples, lists and dicts (a namedtuple would come back a
+    tuple) whose leaves are immutable scalars (nothing else could be shared between variants) or
+    leaf tensors (a clone is a leaf) that clone with their strides (dense, non-overlapping) and
+    share no storage with another leaf (clones would not), taking at most ``KEEP_SHARE`` of
+    ``free_bytes``."""
+    if free_bytes is None:
+        return False
+    total = 0
+    storages: set[int] = set()
+    stack = [inputs]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage()
+            if value.grad_fn is not None or not _dense(value) or storage.data_ptr() in storages:
+                return False
+            storages.add(storage.data_ptr())
+            total += storage.nbytes()
+        elif type(value) in (tuple, list):
+            stack.extend(value)
+        elif type(value) is dict:
+            stack.extend(value.values())
+        elif not (value is None or isinstance(value, (bool, int, float, complex, str, torch.dtype))):
+            return False
+    return total <= KEEP_SHARE * free_bytes
+
+
 class CaptureError(RuntimeError):
     """The test section never made the requested call (or failed before it)."""
 
@@ -78,6 +133,7 @@ class InvocationBuilder:
         self._perf_inputs: dict[tuple[int, int], list[Any]] = {}
         self._perf_instances: dict[tuple[str, int], Any] = {}
         self._code: dict[tuple[str, int], Any] = {}
+        self._kept_on_device: tuple[tuple[int, int, int], Any] | None = None
 
     def compile_file(self, source: str, kind: str):
         """Compile ``source`` from a real file: @triton.jit kernels defined in test sections and
@@ -191,8 +247,10 @@ class InvocationBuilder:
 
     def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
         instance = self._perf_instance(module, recipe)
-        cpu_inputs = self._perf_input(instance, recipe, seed)
-        inputs = instance.to_cuda(clone_tree(cpu_inputs)) if self.device != "cpu" else clone_tree(cpu_inputs)
+        if self.device == "cpu":
+            inputs = clone_tree(self._perf_input(instance, recipe, seed))
+        else:
+            inputs = self._device_inputs(instance, recipe, seed)
 
         def run() -> Any:
             return instance.call_op(inputs)
@@ -202,6 +260,25 @@ class InvocationBuilder:
             return run()
 
         return Invocation(call, [inputs], run)
+
+    def _device_inputs(self, instance: Any, recipe: PerfScriptCall, seed: int) -> Any:
+        """The inputs of size ``recipe.index`` on the device, for one variant: a device clone of
+        a pristine copy kept from the last build of the same size and seed, else moved from the
+        host (``to_cuda``) and, where ``reusable_on_device`` allows, kept pristine for the next
+        variant. Every variant of a request builds the same case in turn, and moving a large size
+        from the host each time cost most of a timing request: fast_ce_loss's 4.2 GB case took
+        47 s for 17 variants before its first timed call (two H200s, 2026-11-28), where a device
+        clone takes milliseconds. A size only the one variant needs is kept until the next build
+        of another size: one size at a time."""
+        key = (hash(recipe.script), seed, recipe.index)
+        kept = self._kept_on_device
+        if kept is not None and kept[0] == key:
+            return clone_tree(kept[1])
+        self._kept_on_device = None          # the last size's copy goes before this one is built
+        inputs = instance.to_cuda(clone_tree(self._perf_input(instance, recipe, seed)))
+        if reusable_on_device(inputs, _free_device_bytes(self.device)):
+            self._kept_on_device = (key, clone_tree(inputs))
+        return inputs
 
     def perf_case_count(self, recipe: PerfScriptCall, seed: int = 0) -> int:
         self._perf_call(self.reference, recipe, seed)   # fills the input cache
