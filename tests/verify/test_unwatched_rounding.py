@@ -58,3 +58,41 @@ def test_coarse_only_when_unwatched_is_refused_even_where_rounding_is_forgiven(
     always = _check(ref, _module(tmp_path, "coarse_always", COARSE_ALWAYS), case)
     assert (always is None) if forgiving else (always is not None)
     assert _check(ref, load(HERE / "scale_honest_warps.py"), case) is None
+
+
+def test_the_originals_side_taken_once_judges_every_candidate_alike(tmp_path):
+    """The worker takes the original's side of the check once (``original_bare``) and judges
+    each timed candidate against it: the same verdicts as taking it for each, with the original
+    called for it once instead of once a candidate."""
+    ref = load(HERE / "scale_ref.py")
+    case = FAMILIES["scale"][1][0]
+
+    def compare(r, c, path):
+        return compare_outputs(r, c, case_id=case.id, seed=0, tolerance_for=tolerance_table(),
+                               path=path)
+
+    calls = []
+    real = ref.scale
+    ref.scale = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        original = shipped.original_bare(ref, case, 0, build, DEVICE, compare)
+        taken = len(calls)
+        assert original is not None and taken >= 2
+        cands = [_module(tmp_path, "coarse_unwatched", COARSE_WHEN_UNWATCHED),
+                 _module(tmp_path, "coarse_always", COARSE_ALWAYS), load(HERE / "scale_honest_warps.py")]
+        once = [shipped.shipped_after_timing(ref, c, case, 0, build, DEVICE, compare, original)
+                for c in cands]
+        judged_once = len(calls) - taken
+        calls.clear()
+        assert shipped.shipped_after_timing(ref, cands[2], case, 0, build, DEVICE, compare,
+                                            original) is None
+        assert calls == []                  # an honest candidate: no call of the original
+        shipped.original_bare(ref, case, 0, build, DEVICE, compare)
+        side = len(calls)                   # the side's calls once its bounds probe is cached
+        calls.clear()
+        each = [shipped.shipped_after_timing(ref, c, case, 0, build, DEVICE, compare) for c in cands]
+        # taken for each candidate, the side costs its calls once a candidate
+        assert side >= 2 and len(calls) >= len(cands) * side > judged_once
+    finally:
+        ref.scale = real
+    assert [v is None for v in once] == [v is None for v in each] == [False, False, True]

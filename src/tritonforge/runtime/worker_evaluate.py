@@ -26,7 +26,7 @@ from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_ag
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
 from ..verify.original_runs import ORIGINAL_RUNS
-from ..verify.shipped import shipped_after_timing, unwritten_masks
+from ..verify.shipped import original_bare, shipped_after_timing, unwritten_masks
 from ..verify.timed_calls import TimedCalls
 from ..verify.tree import clone_tree, iter_tensors
 from .autotune_picks import autotune_picks
@@ -520,11 +520,23 @@ def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuil
     case = pool[nonce % len(pool)]
     seed = fresh_seed(nonce)
     compare = _comparer(task, reference.module, case, seed)
+    report(Progress("verify", reference.variant.name, case.id))
+    try:      # the original's side, once for every candidate (verify.shipped.OriginalBare)
+        original = original_bare(reference.module, case, seed, _maker(builder), dev, compare)
+    except BaseException as exc:  # noqa: BLE001 - as when each candidate's check took it: a
+        # crash here counts against every timed candidate (one of them may have left a sticky
+        # error or a patched module behind), never for them
+        failure, _ = classify_exception(exc, case_id=case.id, seed=seed)
+        for st in timed:
+            st.failure = failure
+        return
+    if original is None:
+        return          # it reads or writes outside its arguments, or differs from itself
     for st in timed:
         report(Progress("verify", st.variant.name, case.id))
         try:
             problem = shipped_after_timing(reference.module, st.module, case, seed,
-                                           _maker(builder), dev, compare)
+                                           _maker(builder), dev, compare, original)
         except BaseException as exc:  # noqa: BLE001 - a crash here is the candidate's
             failure, _ = classify_exception(exc, case_id=case.id, seed=seed)
             st.failure = failure

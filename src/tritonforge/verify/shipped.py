@@ -348,28 +348,59 @@ def rounds_at_other_warps(reference: types.ModuleType, case: Case, seed: int,
     return schedule_sensitive(reference, case, call, differs)
 
 
-def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
-                         seed: int, make_invocation: MakeInvocation, device: str,
-                         compare: Callable[[Any, Any, str], list[Mismatch]]) -> str | None:
-    """After the timer called the candidate many times (bare, as it ships), one more bare call
-    on fresh inputs must still match the original's (``candidate_bare_diffs``, nothing where
-    the original run again differs from itself: ``original_bare_view``); None if so, else why
-    not."""
+@dataclass(frozen=True)
+class OriginalBare:
+    """The original's side of ``shipped_after_timing`` on one (case, seed): its bare call
+    (``bare_outputs``), the elements it leaves unwritten and whether a second bare call agreed
+    bit for bit. It depends on nothing a candidate does, so the worker takes it once and judges
+    every timed candidate of a request against it (``original_bare``): taken again for each,
+    it was four calls of the original a candidate, and bmm_chunk_fwd's check after a round's
+    timing took 45 s for 16 candidates (two H200s, 2026-11-28)."""
+
+    ref: tuple[Any, dict[str, torch.Tensor]]
+    masks: dict[str, torch.Tensor]
+    exact: bool
+
+
+def original_bare(reference: types.ModuleType, case: Case, seed: int,
+                  make_invocation: MakeInvocation, device: str,
+                  compare: Callable[[Any, Any, str], list[Mismatch]]) -> OriginalBare | None:
+    """The original's side of the check on (case, seed); None where it judges nothing: it
+    touches memory outside its arguments (``verify.bounds``), or its second bare call differs
+    from its first (``original_bare_view``)."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
     if outside(reference, case, seed, make_invocation, device, sync):
         return None          # its results depend on where memory was handed out (verify.bounds)
     ref = bare_outputs(reference, case, seed, make_invocation, device, None, sync)
-    inputs = inputs_of(ref[1])
-    cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
     exact: list[bool] = []
     masks, agrees = original_bare_view(reference, case, seed, make_invocation, device, compare,
                                        ref, sync, exact)
     if not agrees:
         return None          # the original run again differs from itself: it judges nothing
+    return OriginalBare(ref, masks, all(exact))
+
+
+def shipped_after_timing(reference: types.ModuleType, candidate: types.ModuleType, case: Case,
+                         seed: int, make_invocation: MakeInvocation, device: str,
+                         compare: Callable[[Any, Any, str], list[Mismatch]],
+                         original: OriginalBare | None = None) -> str | None:
+    """After the timer called the candidate many times (bare, as it ships), one more bare call
+    on fresh inputs must still match the original's (``candidate_bare_diffs``, nothing where
+    the original run again differs from itself: ``original_bare_view``); None if so, else why
+    not. ``original``: the original's side already taken on (case, seed) (``original_bare``),
+    else it is taken here."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    if original is None:
+        original = original_bare(reference, case, seed, make_invocation, device, compare)
+        if original is None:
+            return None
+    ref, masks = original.ref, original.masks
+    inputs = inputs_of(ref[1])
+    cand = bare_outputs(candidate, case, seed, make_invocation, device, inputs, sync)
     diffs = candidate_bare_diffs(ref, cand, masks, compare, rounding=False)
     if not diffs:
         return None
-    if may_round_otherwise(reference, candidate) or not all(exact) or \
+    if may_round_otherwise(reference, candidate) or not original.exact or \
             rounds_at_other_warps(reference, case, seed, make_invocation, device, compare,
                                   inputs, sync, masks):
         gross = gross_only(diffs)
@@ -415,4 +446,4 @@ def _unlike_itself_watched(candidate: types.ModuleType, case: Case, seed: int,
 __all__ = ["ProbePlan", "ProbeRun", "bare_outputs", "compare_probe",
            "candidate_bare_diffs", "disagrees_with_itself", "gross_only", "inputs_of", "masked",
            "original_bare_view", "plan_probe", "rounds_at_other_warps", "run_probe",
-           "shipped_after_timing", "unwritten_masks"]
+           "OriginalBare", "original_bare", "shipped_after_timing", "unwritten_masks"]
