@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Callable
 
 from ..model import (
     CaseRole, Diagnosis, PerfScriptCall, Profile, SpecCall, Task, VariantResult,
@@ -51,6 +52,49 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
         else:
             notes.append(f"case {case.id} skipped on the CPU interpreter (GPU-sized)")
     return replace(task, cases=tuple(kept)), notes
+
+
+BASELINE_RETRIES = 2     # baseline runs again after a crash lost every timing of one
+
+
+def timings_lost_to_a_crash(result: VariantResult) -> set[str]:
+    """The cases whose failure took the baseline's every timing with it: a run that kept going
+    past failing cases still has timings, and one whose worker broke (a sticky CUDA error) has
+    none, only the case that broke it."""
+    if result.timings:
+        return set()
+    return {f.case_id for f in result.case_failures if f.case_id}
+
+
+def baseline_without_crashes(task: Task, result: VariantResult,
+                             run: Callable[[Task], VariantResult],
+                             retries: int = BASELINE_RETRIES) -> tuple[VariantResult, list[str]]:
+    """``result`` (the original's baseline on ``task``), or, where a crash lost every timing
+    (``timings_lost_to_a_crash``), the baseline run again by ``run`` without the cases that
+    crashed, up to ``retries`` times; the crashed cases stay among its case failures, so that
+    ``restrict_to_runnable`` drops them. An original that crashed on one large size (an illegal
+    address: decay_cumsum's perf-04, attention_kernel_aligned's perf-15, two H200s, 2026-11-28)
+    lost the times of every other case: the profile timed them all again (11-20 s) and the
+    search chose its cases without times, the failing large ones among them."""
+    lost: list = []
+    for _ in range(retries):
+        crashed = timings_lost_to_a_crash(result)
+        if not crashed:
+            break
+        lost += [f for f in result.case_failures if f.case_id in crashed]
+        gone = {f.case_id for f in lost}
+        left = replace(task, cases=tuple(c for c in task.cases if c.id not in gone))
+        if not left.performance_cases:
+            break
+        result = run(left)
+    if not lost:
+        return result, []
+    known = {f.case_id for f in result.case_failures}
+    result = replace(result, case_failures=tuple(result.case_failures)
+                     + tuple(f for f in lost if f.case_id not in known))
+    ids = ", ".join(sorted({f.case_id for f in lost}))
+    return result, [f"the original's baseline lost every timing to a crash on {ids}: "
+                    f"timed again without {'it' if len(lost) == 1 else 'them'}"]
 
 
 def restrict_to_runnable(task: Task, baseline: VariantResult) -> tuple[Task, list[str]]:

@@ -35,6 +35,7 @@ from .budget import (
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
+    baseline_without_crashes,
     SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases,
     largest_performance_case, profile_case,
     representative_cases, restrict_to_runnable, search_verification_cases, split_deferred,
@@ -437,11 +438,18 @@ class Optimizer:
             notes.append("the original's case times come from the baseline sweep (not timed again)")
             return self.known_baseline, None
         self._emit("baseline", f"{task.name}: timing the original")
+        runs = []
+
+        def run(cases: Task):
+            runs.append(self.timer.evaluate(cases, (_variant(original, "original"),),
+                                            purpose="baseline", verify=False, time=True,
+                                            keep_going=True, plan=baseline_plan(self.settings)))
+            return runs[-1].results[0]
+
         with clock.phase("baseline"):
-            evaluation = self.timer.evaluate(task, (_variant(original, "original"),),
-                                             purpose="baseline", verify=False, time=True,
-                                             keep_going=True, plan=baseline_plan(self.settings))
-        return evaluation.results[0], tuple(evaluation.notes)
+            result, retried = baseline_without_crashes(task, run(task), run)
+        notes.extend(retried)
+        return result, tuple(runs[-1].notes)
 
     @staticmethod
     def _autotune_cost(original: Candidate, run_notes: tuple[str, ...] | None) -> AutotuneCost:
