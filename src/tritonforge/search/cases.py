@@ -73,9 +73,10 @@ def baseline_without_crashes(task: Task, result: VariantResult,
     (``timings_lost_to_a_crash``), the baseline run again by ``run`` without the cases that
     crashed, up to ``retries`` times; the crashed cases stay among its case failures, so that
     ``restrict_to_runnable`` drops them. An original that crashed on one large size (an illegal
-    address: decay_cumsum's perf-04, attention_kernel_aligned's perf-15, two H200s, 2026-11-28)
-    lost the times of every other case: the profile timed them all again (11-20 s) and the
-    search chose its cases without times, the failing large ones among them."""
+    address: decay_cumsum's perf-04, attention_kernel's perf-14, attention_kernel_aligned's
+    perf-15, 3 of a pass's first 20 records, two H200s, 2026-11-28) lost the times of every
+    other case: the profile timed them all again (11-20 s) and the search chose its cases
+    without times, the failing large ones among them."""
     lost: list = []
     for _ in range(retries):
         crashed = timings_lost_to_a_crash(result)
