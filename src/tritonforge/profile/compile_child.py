@@ -122,12 +122,6 @@ class CompileChild:
         except (subprocess.TimeoutExpired, ValueError, OSError):
             pass
 
-    def __enter__(self) -> "CompileChild":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def compile_in_child(requests: list, timeout_s: float = 600.0,
                      child: CompileChild | None = None) -> list[CompileStats]:

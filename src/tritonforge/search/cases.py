@@ -57,6 +57,13 @@ def interpreter_cases(task: Task) -> tuple[Task, list[str]]:
 BASELINE_RETRIES = 2     # baseline runs again after a crash lost every timing of one
 
 
+def without_cases(task: Task, dropped: set[str]) -> Task:
+    """``task`` less the cases in ``dropped``."""
+    if not dropped:
+        return task
+    return replace(task, cases=tuple(c for c in task.cases if c.id not in dropped))
+
+
 def timings_lost_to_a_crash(result: VariantResult) -> set[str]:
     """The cases whose failure took the baseline's every timing with it: a run that kept going
     past failing cases still has timings, and one whose worker broke (a sticky CUDA error) has
@@ -83,8 +90,7 @@ def baseline_without_crashes(task: Task, result: VariantResult,
         if not crashed:
             break
         lost += [f for f in result.case_failures if f.case_id in crashed]
-        gone = {f.case_id for f in lost}
-        left = replace(task, cases=tuple(c for c in task.cases if c.id not in gone))
+        left = without_cases(task, {f.case_id for f in lost})
         if not left.performance_cases:
             break
         result = run(left)
@@ -100,10 +106,9 @@ def baseline_without_crashes(task: Task, result: VariantResult,
 
 def restrict_to_runnable(task: Task, baseline: VariantResult) -> tuple[Task, list[str]]:
     """Drop the cases on which the original itself fails: they cannot judge a candidate."""
-    bad = {f.case_id for f in baseline.case_failures}
     notes = [f"case {f.case_id} dropped: the original fails there ({f.reason[:80]})"
              for f in baseline.case_failures]
-    return replace(task, cases=tuple(c for c in task.cases if c.id not in bad)), notes
+    return without_cases(task, {f.case_id for f in baseline.case_failures}), notes
 
 
 def search_verification_cases(task: Task, baseline: VariantResult, count: int = 2) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from .budget import (
     AUTOTUNE_CONFIG_S, AUTOTUNE_SHORT_CONFIG_S, FINAL_FIXED_S, FIT_SLACK, AutotuneCost, BudgetPolicy,
     shortest_check_s,
 )
+from .cases import without_cases
 from .emit import autotune_candidate
 from .final_dispatch import size_dispatch_check
 from .finalists import Sweep
@@ -449,7 +450,7 @@ class FinalCheck:
         self.checks = getattr(self, "checks", 0) + 1
         dropped: set[str] = self.final_dropped
         for _ in range(MAX_FINAL_NARROWINGS + 1):
-            narrowed = _without(task, dropped)
+            narrowed = without_cases(task, dropped)
             original_r, best_r, decision = self._final_once(narrowed, original, best)
             suspects = final_suspects(original_r, best_r) - dropped
             if decision.accepted or self.interpreted or not suspects:
@@ -467,7 +468,7 @@ class FinalCheck:
             dropped |= unsafe
             self.progress(f"{task.name}: final check: case(s) {', '.join(sorted(unsafe))} "
                           "dropped (the original fails there as its own candidate); checking again")
-            if not _without(task, dropped).performance_cases:
+            if not without_cases(task, dropped).performance_cases:
                 break
         gone = sorted(c.id for c in task.cases if c.id in dropped)
         if gone:
@@ -522,7 +523,7 @@ class FinalCheck:
         five cases, found one full final check at a time before)."""
         found: set[str] = set()
         for _ in range(MAX_TWIN_RUNS):
-            rest = _without(task, found)
+            rest = without_cases(task, found)
             if not rest.performance_cases:
                 break
             new = twin_blamed(self._final_twin(rest, original)) - found
@@ -596,10 +597,3 @@ def _out_of_memory(*results: VariantResult) -> bool:
     return any(r.status is Status.OOM or any(f.status is Status.OOM for f in
                                              ((r.failure,) if r.failure else ()) + r.case_failures)
                for r in results)
-
-
-def _without(task: Task, dropped: set[str]) -> Task:
-    """``task`` less the cases in ``dropped``."""
-    if not dropped:
-        return task
-    return replace(task, cases=tuple(c for c in task.cases if c.id not in dropped))

@@ -35,8 +35,7 @@ from .budget import (
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
-    baseline_without_crashes,
-    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, interpreter_cases,
+    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, baseline_without_crashes, interpreter_cases,
     largest_performance_case, profile_case,
     representative_cases, restrict_to_runnable, search_verification_cases, split_deferred,
     verification_tiers,
