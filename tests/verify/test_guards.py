@@ -99,6 +99,27 @@ def test_watch_integrity_charges_the_block_and_restores():
     assert clean == []
 
 
+def test_a_kernel_registered_for_a_torch_op_is_reported_and_taken_back():
+    # one for aten::abs replaces torch.abs for the whole process, the verifier's comparisons
+    # included (tests/verify/catalogue/scale_blind_compare.py); a variant's own namespace is its own
+    x = torch.tensor([-2.0, 3.0], dtype=torch.float64)
+    snapshot = integrity_snapshot()
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("abs", lambda t: torch.zeros(t.shape, dtype=t.dtype), "CPU")
+    own = torch.library.Library("tf_test_own_ns", "DEF")
+    own.define("twice(Tensor x) -> Tensor")
+    own.impl("twice", lambda t: t * 2, "CPU")
+    assert torch.abs(x).tolist() == [0.0, 0.0]
+    problems = check_integrity(snapshot)
+    assert len(problems) == 1 and "aten::abs (CPU)" in problems[0], problems
+    restore_integrity(snapshot)
+    assert torch.abs(x).tolist() == [2.0, 3.0]
+    assert check_integrity(snapshot) == []
+    assert torch.ops.tf_test_own_ns.twice(x).tolist() == [-4.0, 6.0]
+    own._destroy()
+    del lib
+
+
 def test_integrity_ignores_data_that_changes_legitimately():
     # torch.cuda.default_generators is () until CUDA initialises; a snapshot taken before must
     # neither report nor "restore" it (restoring it broke torch.manual_seed on a GPU)

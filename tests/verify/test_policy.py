@@ -166,6 +166,28 @@ NOTICING = [
     ("def f(x):\n    g = torch.get_rng_state()\n", "random"),
     ("def f(x):\n    g = torch.cuda.default_generators[0].get_state()\n", "random"),
     ("state = torch.default_generator.get_state()\n", "random"),
+    # clocks by other names, and other ways to see the GPU's load (red-team snippets that
+    # passed before, 2026-11-28)
+    ("def f(a, b):\n    return a.elapsed_time(b) < 0.05\n", "clock"),
+    ("def f(e):\n    return getattr(e, 'elapsed_time')\n", "clock"),
+    ("import logging\ndef f():\n    return logging.makeLogRecord({}).created\n", "clock"),
+    ("import logging\ndef f(r):\n    return r.relativeCreated\n", "clock"),
+    ("import numpy as np\nT0 = np.datetime64('now')\n", "clock"),
+    ("import torch.utils.benchmark as tb\n", "clock"),
+    ("from triton.testing import do_bench\n", "clock"),
+    ("import time\ndef f():\n    return vars(time)['monotonic']()\n", "private"),
+    ("def f(x):\n    return x if torch.cuda.power_draw() > 300_000 else x[:1]\n", "harness"),
+    ("def f(x):\n    return torch.cuda.memory_usage() > 50\n", "harness"),
+    ("def f(x):\n    return torch.cuda.clock_rate()\n", "harness"),
+    ("def f(x):\n    torch.seed()\n", "random"),
+    ("def f(x):\n    return x._cdata\n", "private"),
+    # what changes torch's own ops for the verifier too, or runs other code
+    ("LIB = torch.library.Library('aten', 'IMPL')\n", "monkeypatch"),
+    ("@torch.library.impl('aten::abs', 'CPU')\ndef f(x):\n    return x\n", "monkeypatch"),
+    ("torch.ops.aten.abs.default.py_impl(0)(lambda x: x)\n", "monkeypatch"),
+    ("m = torch.hub.load('a/b', 'c')\n", "library"),
+    ("import numpy as np\nc = np.ctypeslib.ctypes\n", "import"),
+    ("def f(x):\n    return torch.utils.data.DataLoader(x, num_workers=2)\n", "process"),
 ]
 
 # Wrong only inside the timer's loop: the kernel keeps the GPU time of its last call in a tensor
@@ -219,6 +241,8 @@ def test_what_would_notice_the_verifier_is_refused(snippet, rule):
     "import logging\nlog = logging.getLogger(__name__)\n",
     "def main():\n    pass\nif __name__ == '__main__':\n    main()\n",
     "dev = triton.runtime.driver.active.get_current_device()\n",
+    "e = torch.cuda.Event()\ne.record()\ntorch.cuda.current_stream().wait_event(e)\n",
+    "def f(x):\n    return torch.ops.aten.mm(x, x)\n",
 ])
 def test_ordinary_kernel_code_is_not_refused(snippet):
     result = check_source(HEADER + snippet)

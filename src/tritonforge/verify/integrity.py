@@ -3,7 +3,11 @@
 ``integrity_snapshot()`` records the identity of every function, class and descriptor of the
 modules and classes that time, launch and compute (time, torch, torch.cuda, triton's runtime,
 ``torch.Tensor``, ``torch.cuda.Event``, ...), the global numeric settings (default dtype, TF32
-flags, matmul precision), Triton's launch hooks and the TRITON_/CUDA_/TORCH_ environment.
+flags, matmul precision), Triton's launch hooks, the TRITON_/CUDA_/TORCH_ environment and the
+kernels Python registered for torch's own ops (``torch.library``): a kernel registered for
+``aten::abs`` replaces ``abs`` for the whole process, the verifier's comparisons included (a
+red-team candidate that returned zeros for float64 ``abs`` and skipped its multiply was
+"correct on 6 case/seed pairs", CPU interpreter, 2026-11-28).
 ``check_integrity()`` lists what changed; ``restore_integrity()`` puts it back. Take the snapshot
 BEFORE a candidate is imported, or import-time patches go unseen.
 """
@@ -40,6 +44,12 @@ _WATCHED_CLASSES = (
     "triton.runtime.interpreter.InterpretedFunction", "triton.compiler.compiler.CompiledKernel",
 )
 _WATCHED_ENV_PREFIXES = ("TRITON_", "CUDA_", "PYTORCH_", "TORCH_", "NVIDIA_")
+# namespaces of torch's own ops: a kernel a variant registers there changes what torch computes
+# for everyone in the process (a variant's own namespace, ``torch.library.custom_op("mine::f")``,
+# changes nothing else)
+_TORCH_NAMESPACES = frozenset({"aten", "prims", "quantized", "_quantized", "rngprims",
+                               "quantized_decomposed", "c10d", "_c10d_functional",
+                               "_c10d_functional_autograd", "inductor", "higher_order"})
 
 
 def _resolve(dotted: str) -> Any:
@@ -88,6 +98,35 @@ class IntegritySnapshot:
     modules: tuple[tuple[str, Any], ...]                # sys.modules entries
     settings: tuple[tuple[str, Any], ...]
     env: tuple[tuple[str, str], ...] = ()
+    op_kernels: frozenset[str] = frozenset()            # torch.library's "ns/op/dispatch key"
+
+
+def _op_kernels() -> frozenset[str]:
+    """The kernels Python code registered for ops so far, as ``torch.library`` records them
+    (``"aten/abs/CPU"``); empty where this torch keeps no such record."""
+    impls = getattr(torch.library, "_impls", None)
+    return frozenset(impls) if isinstance(impls, (set, frozenset)) else frozenset()
+
+
+def _new_torch_op_kernels(snapshot: "IntegritySnapshot") -> list[str]:
+    return sorted(k for k in _op_kernels() - snapshot.op_kernels
+                  if k.split("/", 1)[0] in _TORCH_NAMESPACES)
+
+
+def _unregister(keys: set[str]) -> None:
+    """Take back the kernels ``keys`` names: every ``torch.library.Library`` that registered one
+    is destroyed (its registrations go with it)."""
+    import gc
+
+    library = torch.library.Library
+    for obj in gc.get_objects():
+        # type(), not isinstance(): the latter asks each object its __class__, which wakes
+        # deprecated lazy module attributes into warnings
+        if issubclass(type(obj), library) and set(getattr(obj, "_op_impls", ())) & keys:
+            try:
+                obj._destroy()
+            except Exception:  # noqa: BLE001 - best effort: the problem is reported either way
+                log.warning("could not take back the op kernels of %r", obj)
 
 
 def settle_lazy_rewrites() -> None:
@@ -122,7 +161,7 @@ def integrity_snapshot() -> IntegritySnapshot:
             if _is_code(value):
                 attributes.append((name, cls, attr, value))
     return IntegritySnapshot(tuple(attributes), tuple(modules), tuple(_settings().items()),
-                             tuple(_watched_env().items()))
+                             tuple(_watched_env().items()), _op_kernels())
 
 
 _MISSING = object()
@@ -163,6 +202,10 @@ def check_integrity(snapshot: IntegritySnapshot) -> list[str]:
         if env_before.get(key) != env_now.get(key):
             problems.append(f"os.environ[{key!r}] changed from {env_before.get(key)!r} "
                             f"to {env_now.get(key)!r}")
+    for key in _new_torch_op_kernels(snapshot):
+        ns, op, dispatch = (key.split("/") + ["", ""])[:3]
+        problems.append(f"a kernel was registered for {ns}::{op} ({dispatch}): it replaces "
+                        f"torch's own op in this process, the verifier's comparisons included")
     return problems
 
 
@@ -193,6 +236,9 @@ def restore_integrity(snapshot: IntegritySnapshot) -> None:
     torch.set_float32_matmul_precision(saved["torch.get_float32_matmul_precision()"])
     torch.backends.cuda.matmul.allow_tf32 = saved["torch.backends.cuda.matmul.allow_tf32"]
     torch.backends.cudnn.allow_tf32 = saved["torch.backends.cudnn.allow_tf32"]
+    added = set(_new_torch_op_kernels(snapshot))
+    if added:
+        _unregister(added)
 
 
 def _safe_eq(a: Any, b: Any) -> bool:

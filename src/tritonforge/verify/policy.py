@@ -13,11 +13,15 @@ must also not reach what would tell it (rules ``private``, ``harness``, ``env``,
 ``random``, ``introspection``): torch's or triton's private parts (``torch._C``, whose
 ``_DisableTorchDispatch`` hides ops from the recorder, ``torch.utils._python_dispatch``), dispatch
 and function modes (``torch.overrides``), the profiler, Triton's launch hooks and interpreter,
-``os.environ``, clocks (a bomb that goes off N seconds after import; the GPU's, read in a kernel
-or by inline PTX, tells the timer's back-to-back calls from the verifier's), randomness outside torch's
-seeded generators (a bomb on 1 call in 256), threads (work the timer does not wait for), and the
-harness itself (``sys._getframe``, ``sys.modules``, ``inspect``, ``gc``, ``tritonforge``). What the
-original itself does is tolerated (``check_source(..., original=...)``).
+``os.environ``, clocks (a bomb that goes off N seconds after import; the GPU's, read in a kernel,
+by inline PTX or by a CUDA event's ``elapsed_time``, tells the timer's back-to-back calls from the
+verifier's; a log record's timestamp and the benchmark timers are clocks too), the GPU's load
+(power, temperature, clock rate), randomness outside torch's seeded generators (a bomb on 1 call
+in 256), threads (work the timer does not wait for), and the harness itself (``sys._getframe``, ``sys.modules``, ``inspect``, ``gc``, ``tritonforge``). What the
+original itself does is tolerated (``check_source(..., original=...)``). Nor may it register
+kernels for torch's own ops (``torch.library``, an op overload's ``py_impl``): one registered for
+``aten::abs`` changes the verifier's comparisons in the same process (verify.integrity reports
+and takes back what gets past this wall).
 
 This is a first wall, not a sandbox: the dynamic guards (verify.guards) check behaviour at run time.
 """
@@ -75,6 +79,11 @@ _HARNESS_PATHS = {
         "memory", "memory_allocated", "max_memory_allocated", "memory_reserved",
         "max_memory_reserved", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",
         "memory_snapshot", "mem_get_info")},
+    # the GPU's state moves under the timer's back-to-back load (power, temperature, clocks,
+    # memory traffic) and rests between the verifier's spaced calls
+    **{f"torch.cuda.{name}": ("harness", "the GPU's load") for name in (
+        "memory_usage", "temperature", "power_draw", "clock_rate", "device_memory_used",
+        "caching_allocator_alloc", "caching_allocator_delete", "host_memory_stats")},
     "torch.cuda.list_gpu_processes": ("harness", "the GPU's processes"),
     "torch.cuda.utilization": ("harness", "the GPU's load"),
     "torch.cuda.is_current_stream_capturing": ("harness", "whether a CUDA graph is captured"),
@@ -86,6 +95,25 @@ _HARNESS_PATHS = {
         "torch.cuda.default_generators")},
     **{path: ("random", "the seed the verifier last gave torch") for path in (
         "torch.initial_seed", "torch.random.initial_seed", "torch.cuda.initial_seed")},
+    # reseeding from the OS's entropy: a randomness source outside the verifier's seeds
+    **{path: ("random", "a seed drawn from the OS, which the verifier does not give") for path in (
+        "torch.seed", "torch.random.seed", "torch.cuda.seed", "torch.cuda.seed_all",
+        "torch.cuda.random.seed", "torch.cuda.random.seed_all")},
+    # clocks by other names (red-team snippets on the CPU, 2026-11-28, that passed the policy
+    # before): a log record's timestamp, numpy's "now", the benchmark timers
+    "logging.LogRecord": ("clock", "a log record, which holds the time it was made"),
+    "logging.makeLogRecord": ("clock", "a log record, which holds the time it was made"),
+    "numpy.datetime64": ("clock", "a clock ('now')"),
+    "torch.utils.benchmark": ("clock", "a benchmark timer"),
+    "triton.testing.do_bench": ("clock", "a benchmark timer"),
+    "triton.testing.do_bench_cudagraph": ("clock", "a benchmark timer"),
+    # ways to run other code than this file's kernels, or to change what torch's own ops do in
+    # the verifier's process (a kernel registered for an aten op replaces the op for everyone)
+    "torch.library": ("monkeypatch", "registers kernels for torch's ops, the verifier's own "
+                                     "comparisons included"),
+    "torch.hub": ("library", "downloads and runs other code"),
+    "torch.utils.data": ("process", "data loaders start worker processes"),
+    "numpy.ctypeslib": ("import", "ctypes, which is forbidden in a candidate"),
     "os.environ": ("env", "the environment"),
     "os.getenv": ("env", "the environment"),
     "os.environb": ("env", "the environment"),
@@ -109,6 +137,14 @@ _CLOCK_ALLOWED = frozenset({"time.sleep"})
 
 # methods (no arguments) that ask a CUDA stream or event whether queued work has finished
 _BUSY_QUERIES = frozenset({"query"})
+# methods that read a clock whatever their receiver: a CUDA event's ``elapsed_time`` is the GPU's
+# clock (the time since the last call's event tells the timer's back-to-back calls from the
+# verifier's spaced ones), a log record's fields hold the host's
+_CLOCK_METHODS = frozenset({"elapsed_time"})
+_CLOCK_ATTRS = frozenset({"created", "msecs", "relativeCreated"})
+# methods of an op overload (``torch.ops.aten.add.Tensor.py_impl``) that register a kernel for it
+_OP_REGISTRATIONS = frozenset({"py_impl", "py_kernels", "register_fake", "register_kernel",
+                               "register_autograd", "register_torch_dispatch"})
 
 _EXEC_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint", "input"}
 _PROCESS_CALLS = {
@@ -143,6 +179,8 @@ _INTERNALS = {"__subclasses__", "__globals__", "__code__", "__builtins__", "f_gl
 # inputs with torch ops, while writes that bump no counter (a kernel's stores, ``.data``) go
 # unseen (a red-team cache keyed on id() and ``_version``, CPU interpreter, 2026-11-26)
 _VERSION_ATTRS = {"_version"}
+# a tensor's C++ object address: a cache key as good as id() and ``data_ptr()``
+_TENSOR_INTERNALS = {"_cdata"}
 # what names the module a candidate is imported as (the worker's ``tf_<task>_<hash>`` file, not
 # the user's): a candidate honest only under that name passed every check (a red-team finding,
 # CPU, 2026-11-26); ``if __name__ == "__main__":`` stays allowed
@@ -334,6 +372,14 @@ class _Checker(ast.NodeVisitor):
         if node.attr in _VERSION_ATTRS:
             self.flag(node, "private", f"reads a tensor's version counter (.{node.attr}): it "
                                        f"tells a cache whether its inputs changed")
+        if node.attr in _TENSOR_INTERNALS:
+            self.flag(node, "private", f"reads a tensor's internals (.{node.attr})")
+        if node.attr in _CLOCK_ATTRS and isinstance(node.ctx, ast.Load):
+            self.flag(node, "clock", f"reads .{node.attr}, a log record's timestamp: a candidate "
+                                     f"must not depend on time")
+        if node.attr in _OP_REGISTRATIONS:
+            self.flag(node, "monkeypatch", f"{ast.unparse(node)} registers a kernel for one of "
+                                           f"torch's ops, which the verifier uses too")
         path = self.resolve(node)
         if path is not None and self._check_path(node, path):
             return                                  # one report per chain, at its outermost
@@ -374,6 +420,9 @@ class _Checker(ast.NodeVisitor):
             # timer's back-to-back loop and False in the verifier's synchronized calls
             self.flag(node, "harness", f"{ast.unparse(func)}() asks whether the GPU is still "
                                        "busy, which tells the timer's loop from a verification")
+        if isinstance(func, ast.Attribute) and func.attr in _CLOCK_METHODS:
+            self.flag(node, "clock", f"{ast.unparse(func)}(...) reads the GPU's clock: a "
+                                     f"candidate must not depend on time")
         self.generic_visit(node)
 
     def _builtin_call(self, node: ast.Call, name: str) -> None:
@@ -391,15 +440,23 @@ class _Checker(ast.NodeVisitor):
                                              "the harness's, not the user's")
         elif name == "getattr":
             self._getattr(node)
+        elif name == "vars" and len(node.args) == 1 and \
+                (path := self.resolve(node.args[0])) is not None:
+            self.flag(node, "private", f"vars({path}): reaches any part of {path.split('.')[0]} by "
+                                       f"a computed name, private ones included")
 
     def _getattr(self, node: ast.Call) -> None:
         """``getattr(torch, "_C")`` or ``getattr(torch, name)``: a private part by another route."""
         if len(node.args) < 2:
             return
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and name.value in _BUSY_QUERIES | _CLOCK_METHODS:
+            self.flag(node, "clock", f"getattr(..., {name.value!r}): a clock or a busy query by "
+                                     f"another route")
+            return
         base = self.resolve(node.args[0])
         if base is None:
             return
-        name = node.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
             found = _harness_rule(f"{base}.{name.value}")
             if found is not None:
