@@ -76,15 +76,19 @@ def test_integrity_catches_and_restores_patches():
     torch.cuda.synchronize = lambda *a: None
     os.environ["TRITON_INTERPRET_EXTRA"] = "1"
     torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+    reduced = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = not reduced
     try:
         problems = "\n".join(check_integrity(snapshot))
         assert "time.perf_counter was replaced" in problems
         assert "torch.cuda.synchronize was replaced" in problems
         assert "TRITON_INTERPRET_EXTRA" in problems
         assert "allow_tf32" in problems
+        assert "allow_fp16_reduced_precision_reduction" in problems
     finally:
         restore_integrity(snapshot)
     assert time.perf_counter is real_clock and "TRITON_INTERPRET_EXTRA" not in os.environ
+    assert torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction == reduced
     assert check_integrity(snapshot) == []
 
 
@@ -97,6 +101,22 @@ def test_watch_integrity_charges_the_block_and_restores():
     with watch_integrity() as clean:
         kernels.add_one(torch.randn(8, device=DEVICE))
     assert clean == []
+
+
+def test_a_patch_the_static_policy_cannot_resolve_is_caught_at_run_time():
+    # ``[torch.linalg][0].vector_norm = f`` names no module the policy can follow; the verifier's
+    # comparison uses torch.linalg.vector_norm for its error norm
+    from tritonforge.verify.policy import check_source
+    source = "import torch\nns = [torch.linalg][0]\nns.vector_norm = lambda *a, **k: 0\n"
+    assert check_source(source).ok
+    real = torch.linalg.vector_norm
+    snapshot = integrity_snapshot()
+    exec(compile(source, "<candidate>", "exec"), {})
+    try:
+        assert any("torch.linalg.vector_norm was replaced" in p for p in check_integrity(snapshot))
+    finally:
+        restore_integrity(snapshot)
+    assert torch.linalg.vector_norm is real
 
 
 def test_a_kernel_registered_for_a_torch_op_is_reported_and_taken_back():

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 _WATCHED_MODULES = (
-    "time", "torch", "torch.cuda", "torch.nn.functional", "torch.testing",
+    "time", "torch", "torch.cuda", "torch.linalg", "torch.nn.functional", "torch.testing",
     "triton", "triton.language", "triton.testing", "triton.runtime", "triton.runtime.jit",
     "triton.runtime.autotuner", "triton.runtime.driver", "triton.compiler.compiler",
 )
@@ -65,6 +65,27 @@ def _resolve(dotted: str) -> Any:
     raise ImportError(dotted)
 
 
+# flags of torch's own arithmetic that a variant could flip for the original's torch ops too
+# (owner, attribute): read and restored by name, where this torch has them
+_TORCH_FLAGS = tuple((owner, attr) for owner, attrs in (
+    ("torch.backends.cuda.matmul", ("allow_tf32", "allow_fp16_reduced_precision_reduction",
+                                    "allow_bf16_reduced_precision_reduction",
+                                    "allow_fp16_accumulation", "fp32_precision")),
+    ("torch.backends.cudnn", ("allow_tf32", "deterministic", "benchmark", "enabled",
+                              "fp32_precision")),
+) for attr in attrs)
+
+
+def _torch_flags() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for owner, attr in _TORCH_FLAGS:
+        try:
+            values[f"{owner}.{attr}"] = getattr(_resolve(owner), attr)
+        except (ImportError, AttributeError, RuntimeError):
+            continue
+    return values
+
+
 def _settings() -> dict[str, Any]:
     """Global numeric and launch settings a variant could flip to change others' results."""
     import triton
@@ -73,8 +94,7 @@ def _settings() -> dict[str, Any]:
         "torch.get_default_dtype()": torch.get_default_dtype(),
         "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
         "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled(),
-        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        **_torch_flags(),
         "triton.knobs.runtime.interpret": triton.knobs.runtime.interpret,
         "triton.knobs.runtime.launch_enter_hook": triton.knobs.runtime.launch_enter_hook,
         "triton.knobs.runtime.launch_exit_hook": triton.knobs.runtime.launch_exit_hook,
@@ -234,8 +254,13 @@ def restore_integrity(snapshot: IntegritySnapshot) -> None:
     runtime.launch_enter_hook.calls[:] = list(saved["launch_enter_hook.calls"])
     torch.set_default_dtype(saved["torch.get_default_dtype()"])
     torch.set_float32_matmul_precision(saved["torch.get_float32_matmul_precision()"])
-    torch.backends.cuda.matmul.allow_tf32 = saved["torch.backends.cuda.matmul.allow_tf32"]
-    torch.backends.cudnn.allow_tf32 = saved["torch.backends.cudnn.allow_tf32"]
+    for owner, attr in _TORCH_FLAGS:
+        key = f"{owner}.{attr}"
+        if key in saved and getattr(_resolve(owner), attr, _MISSING) != saved[key]:
+            try:
+                setattr(_resolve(owner), attr, saved[key])
+            except (AttributeError, RuntimeError, TypeError):  # pragma: no cover
+                log.warning("could not restore %s", key)
     added = set(_new_torch_op_kernels(snapshot))
     if added:
         _unregister(added)

@@ -166,6 +166,7 @@ _READ_CALLS = {"torch.load", "torch.from_file", "numpy.load", "numpy.fromfile", 
 _SETTINGS_CALLS = {
     "torch.set_default_dtype", "torch.set_default_device", "torch.set_float32_matmul_precision",
     "torch.use_deterministic_algorithms", "torch.set_default_tensor_type", "os.putenv",
+    "torch.set_flush_denormal",
     "os.unsetenv",
 }
 _LIBRARY_CALLS = {"torch.compile", "torch.ops.load_library", "torch.classes.load_library",
