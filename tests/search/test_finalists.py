@@ -173,3 +173,74 @@ def test_a_vetoed_runner_up_takes_no_runner_ups_place(monkeypatch):
                                                          (1.1, 0, r3)], None, notes)
     assert asked == [r2.hash, r3.hash] and out is ORIGINAL
     assert any("runner-up 'c2'" in n and "not checked in a fresh process" in n for n in notes)
+
+
+def test_a_finalist_slower_within_the_veto_is_at_risk():
+    """c0: 1.25x faster but 4.5% slower on p1 (past half the 5% limit, within the sweep's 10%
+    veto): at risk; c1: 1% slower on p1: not at risk; c2: 50% slower: vetoed, not at risk."""
+    base = {cid: 1.0 for cid in PERF}
+    cands = [_cand(i) for i in range(1, 4)]
+    spec = {"incumbent": base,
+            "c0": {**{cid: 0.8 for cid in PERF}, "p1": 1.045},
+            "c1": {**{cid: 0.8 for cid in PERF}, "p1": 1.01},
+            "c2": {**{cid: 0.5 for cid in PERF}, "p1": 1.5}}
+    out = sweep(_time_fn(spec, []), TASK, ORIGINAL, cands, sweep_plan(TimingPlan()),
+                ArbiterPolicy(), None)
+    risk = out.risk(cands[0])
+    assert risk is not None and risk[1] == "p1" and 1.025 < risk[2] < 1.1
+    assert risk[0].speedup > 1.1 and out.veto(cands[0]) is None
+    assert out.risk(cands[1]) is None
+    assert out.risk(cands[2]) is None and out.veto(cands[2]) is not None
+
+
+def _at_risk_check(dispatch_result):
+    """A FinalCheck whose sweep found the chain's best at risk on p1; the size dispatch's and
+    the final checks' outcomes are stubs, and what was asked is recorded."""
+    from tritonforge.model import Decision
+    best, earlier = _cand(2), _cand(1)
+    base = {cid: 1.0 for cid in PERF}
+    spec = {"incumbent": base, "c0": {**{cid: 0.6 for cid in PERF}, "p1": 1.04},
+            "c1": {cid: 0.9 for cid in PERF}}
+    fc = FinalCheck.__new__(FinalCheck)
+    fc.settings = Settings()
+    fc.policy, fc.interpreted, fc.store = ArbiterPolicy(), False, None
+    fc.sweep = sweep(_time_fn(spec, []), TASK, ORIGINAL, [best, earlier], sweep_plan(PLAN),
+                     ArbiterPolicy(), None)
+    asked = []
+
+    def final(task, orig, cand):
+        asked.append(("final", cand.description))
+        ok = cand is earlier
+        return Decision(cand.hash, ok, 1.1 if ok else 1.5, 1.1, 1.1, 1.0 if ok else 1.06,
+                        "checked" if ok else "case p1 is 6% slower")
+
+    def emit_dispatch(task, orig, cand, vetoed_by, notes):
+        asked.append(("dispatch", cand.description, vetoed_by.speedup > 1.4))
+        if dispatch_result is None:
+            return None, orig
+        return Decision("joined", True, dispatch_result, dispatch_result, dispatch_result, 1.0,
+                        "joined"), Candidate("x = 9\n", "emit:size_dispatch")
+    fc._final, fc._emit_dispatch = final, emit_dispatch
+    return fc, best, earlier, asked
+
+
+def test_the_size_dispatch_of_a_finalist_at_risk_is_checked_before_it():
+    fc, best, earlier, asked = _at_risk_check(1.55)
+    notes = []
+    final, out = fc._output_chain(TASK, ORIGINAL, [earlier, best], [], [], 1.5, notes)
+    assert asked == [("dispatch", "c2", True)]           # the sweep's decision is its veto
+    assert final.accepted and final.speedup == 1.55 and out.origin == "emit:size_dispatch"
+    assert any("at risk on case p1" in n for n in notes)
+
+
+def test_a_dispatch_that_does_not_hold_up_leaves_the_checks_as_before_and_runs_once():
+    fc, best, earlier, asked = _at_risk_check(None)
+    final, out = fc._output_chain(TASK, ORIGINAL, [earlier, best], [], [], 1.5, [])
+    # the best's own check, then the earlier one, which passes; no second dispatch of the best
+    assert asked == [("dispatch", "c2", True), ("final", "c2"), ("final", "c1")]
+    assert out is earlier and final.accepted
+    # with emit fixed, nothing is dispatched
+    fc, best, earlier, asked = _at_risk_check(1.55)
+    fc.settings = Settings().replace(emit="fixed")
+    fc._output_chain(TASK, ORIGINAL, [earlier, best], [], [], 1.5, [])
+    assert asked[0] == ("final", "c2")

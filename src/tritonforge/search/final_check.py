@@ -80,6 +80,8 @@ class FinalCheck:
     # the finalists timed on every performance case before the checks (``search.finalists``),
     # set by the loop: a finalist it found far slower on some case is not checked
     sweep: Sweep = Sweep()
+    # the (task, candidate) pairs whose size dispatch was tried (``_dispatched``: once each)
+    dispatch_tried: frozenset[tuple[str, str]] = frozenset()
 
     def __init__(self, settings: Settings, policy: ArbiterPolicy, timer: Evaluator,
                  make_final_evaluator: Callable[[], Evaluator] | None, store: RunStore | None,
@@ -274,6 +276,10 @@ class FinalCheck:
         vetoed: Candidate | None = None      # a config faster overall but slower on one size
         vetoed_by: Decision | None = None    # ... and the final check that said so
         for cand in reversed(chain[-3:] if best_c is original else []):   # the best first, then back
+            early = self._dispatch_first(task, original, cand, notes)
+            if early is not None:
+                final, best_c = early
+                break
             final = self._final(task, original, cand)
             if final.accepted:
                 best_c = cand
@@ -330,6 +336,9 @@ class FinalCheck:
         """The split config ``top`` where nothing checked holds up yet: its own final check, then
         the size dispatch, then an autotune over it, the chain's best and the original config;
         ``(decision, original)`` when none holds up."""
+        early = self._dispatch_first(task, original, top, notes)
+        if early is not None:
+            return early
         check = self._final(task, original, top)
         if check.accepted:
             return check, top
@@ -345,6 +354,9 @@ class FinalCheck:
                       best_c: Candidate, notes: list[str]) -> tuple[Decision, Candidate]:
         """The split config ``top`` after the chain's best passed (``final``): kept only where
         its own check, or its size dispatch, beats that."""
+        early = self._dispatch_first(task, original, top, notes, beat=final.speedup)
+        if early is not None:
+            return early
         check = self._final(task, original, top)
         if check.accepted and check.speedup > final.speedup:
             notes.append(f"the split config {top.description!r} beat the chain's best: "
@@ -357,10 +369,37 @@ class FinalCheck:
         notes.append(f"final check of the split config {top.description!r}: {check.reason}")
         return final, best_c
 
+    def _dispatch_first(self, task: Task, original: Candidate, cand: Candidate, notes: list[str],
+                        beat: float | None = None) -> tuple[Decision, Candidate] | None:
+        """With emit auto, where the finalists' sweep found ``cand`` faster overall but at risk
+        on some case (``Sweep.risk``: slower there beyond half the per-case limit, within the
+        veto), its size dispatch with the original, checked before ``cand`` itself: the dispatch
+        runs the original's config where ``cand`` is slower, so it holds up where ``cand`` may
+        not, and the time of ``cand``'s own check, rejected, was the time the dispatch needed
+        (``search.finalists``). None where it does not apply or does not hold up (``cand``'s own
+        check follows, as before)."""
+        if self.settings.emit != "auto" or self.interpreted:
+            return None
+        risk = self.sweep.risk(cand)
+        if risk is None:
+            return None
+        decision, case, slow = risk
+        if not decision.speedup >= max(self.settings.min_speedup, beat or 0.0):
+            return None
+        notes.append(f"{cand.description!r} at risk on case {case} ({100 * (slow - 1):.1f}% "
+                     f"slower at the lower bound on every performance case in the search's "
+                     f"worker, {decision.speedup:.3f}x overall): its size dispatch is checked "
+                     f"first")
+        return self._dispatched(task, original, cand, decision, notes, beat=beat)
+
     def _dispatched(self, task: Task, original: Candidate, cand: Candidate, vetoed_by: Decision,
                     notes: list[str], beat: float | None = None) -> tuple[Decision, Candidate] | None:
         """The size dispatch of ``cand`` with the original when its final check accepts it (and
-        it is faster than ``beat``), else None."""
+        it is faster than ``beat``), else None. Tried once per candidate and record."""
+        key = (getattr(task, "name", ""), cand.hash)
+        if key in self.dispatch_tried:
+            return None
+        self.dispatch_tried = self.dispatch_tried | {key}
         decision, joined = self._emit_dispatch(task, original, cand, vetoed_by, notes)
         if decision is not None and decision.accepted and (beat is None or decision.speedup > beat):
             return decision, joined

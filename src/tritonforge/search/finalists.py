@@ -16,6 +16,15 @@ limit at the lower bound, and the sweep's decision stands in for the check's (a 
 takes it as its veto: ``FinalCheck._final``). The sweep only rejects: a finalist it passes is
 checked in a fresh process as before. It runs only where the record's time leaves it room beside
 the final check's shortest plan.
+
+A finalist the sweep found slower on some case beyond ``RISK_FACTOR`` times the per-case limit
+(but within the veto) is at risk: the fresh check may find that case past the limit, and the
+time its check took is then the time its size dispatch needed. ``Sweep.risk`` gives its decision
+so that the final check tries the size dispatch first (``FinalCheck._dispatch_first``): on two
+H200s (engine c064071456aa, 120 s a record, 2026-11-28) matmul_leakyrelu's best, 1.80x on the
+sweep's 31 cases and 6% slower on the smallest, took 36 s to be rejected in a fresh process for
+perf-01 5.6% slower, and its size dispatch was then "not tried: its probes and final check would
+not end by the record's time cap".
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from .arbiter import ArbiterPolicy, judge, regressed_beyond
 MAX_FINALISTS = 4
 SWEEP_ROUNDS = 4          # the baseline times every case in 3 rounds; the search's plan has 10
 SWEEP_LIMIT_FACTOR = 2.0  # skipped only beyond twice the per-case limit: a sweep is no check
+RISK_FACTOR = 0.5         # slower beyond half the limit at the lower bound: the check may veto it
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,17 @@ class Sweep:
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     slower: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     seconds: float = 0.0
+    at_risk: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def risk(self, cand: Candidate) -> tuple[Decision, str, float] | None:
+        """Where the sweep found ``cand`` slower on some case beyond ``RISK_FACTOR`` times the
+        per-case limit but not vetoed: (its decision over every case, the slowest case, that
+        case's slowdown at the lower bound); None otherwise."""
+        slow = self.at_risk.get(cand.hash)
+        if not slow or self.slower.get(cand.hash) or cand.hash not in self.decisions:
+            return None
+        case = max(slow, key=slow.get)
+        return self.decisions[cand.hash], case, slow[case]
 
     def veto(self, cand: Candidate) -> Decision | None:
         """The decision that stands in for ``cand``'s final check (None: check it)."""
@@ -101,7 +122,7 @@ def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
     evaluation = time_fn(task, original, cands, perf, end_within_s=end_within_s, plan=plan)
     results = {r.variant: r for r in evaluation.results}
     base = results.get("incumbent")
-    decisions, slower = {}, {}
+    decisions, slower, at_risk = {}, {}, {}
     if base is not None and base.timings:
         limit = SWEEP_LIMIT_FACTOR * policy.max_case_regression
         for i, cand in enumerate(cands):
@@ -110,4 +131,6 @@ def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
                 continue
             decisions[cand.hash] = judge(base, r, perf, interpreted=False, policy=policy)
             slower[cand.hash] = regressed_beyond(base, r, perf, limit, policy)
-    return Sweep(decisions, slower, time.monotonic() - started)
+            at_risk[cand.hash] = regressed_beyond(base, r, perf,
+                                                  RISK_FACTOR * policy.max_case_regression, policy)
+    return Sweep(decisions, slower, time.monotonic() - started, at_risk)
