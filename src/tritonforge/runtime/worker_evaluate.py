@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..model import (
 )
 from ..verify.bounds import outside
 from ..verify.compare import compare_outputs, tolerance_table
-from ..verify.config_variation import may_round_otherwise, schedule_sensitive
+from ..verify.config_variation import autotuners, may_round_otherwise, schedule_sensitive
 from ..verify.differential import VerifyOptions, fresh_seed, uses_dot, verify_against_reference
 from ..verify.guards import integrity_snapshot
 from ..verify.integrity import watch_integrity
@@ -505,19 +506,41 @@ def _nonce(request: EvaluateRequest) -> int:
     return request.nonce if request.nonce is not None else _RECHECK_NONCE
 
 
+def after_timing_case(task: Any, reference: _State, timed: list[_State], nonce: int) -> Any:
+    """The case of the check after timing (None: nothing to check): a correctness case, drawn
+    by the nonce; where a variant autotunes, the timed performance case the original ran
+    fastest on instead, one every timed variant was timed on. An autotuner meets a correctness
+    case's sizes in this worker for the first time there, and tunes (and compiles, for a changed
+    kernel body) every config for it: on two H200s (engine c064071456aa, 2026-11-28) the check
+    after layer_norm_ops' round-1 timing took 59.7 s for 15 candidates, 6-15 s for each whose
+    kernel body changed, where its timing took 22.2 s. On a timed case every pick is made
+    already, the one the timer ran; the inputs are still fresh (``fresh_seed``)."""
+    if not timed:
+        return None
+    if any(autotuners(st.module) for st in (reference, *timed) if st.module is not None):
+        ref_ms = {t.case_id: statistics.median(t.samples_ms)
+                  for t in reference.timings if t.samples_ms}
+        common = set(ref_ms).intersection(*({t.case_id for t in st.timings if t.samples_ms}
+                                            for st in timed))
+        perf = [c for c in task.performance_cases if c.id in common]
+        if perf:
+            return min(perf, key=lambda c: (ref_ms[c.id], c.id))
+    pool = [c for c in task.cases if c.role is CaseRole.CORRECTNESS] or list(task.cases)
+    return pool[nonce % len(pool)] if pool else None
+
+
 def _check_after_timing(states: list[_State], task: Any, builder: InvocationBuilder, dev: str,
                         report: Callable[[Progress], None], nonce: int) -> None:
     """What the timer ran is what ships: after the timing runs, each timed candidate's BARE call
-    (``Invocation.timed``) on one correctness case, fresh seed, must match the original's
+    (``Invocation.timed``) on one case (``after_timing_case``), fresh seed, must match the original's
     (verify.shipped.shipped_after_timing). A candidate that computes the right thing only under
     the verifier's guards, or only on its first calls, fails here as ``watched``."""
     reference = states[0]
-    pool = [c for c in task.cases if c.role is CaseRole.CORRECTNESS] or list(task.cases)
     timed = [s for s in states[1:] if s.failure is None and s.timings and s.module is not None
              and (s.verdict is None or s.verdict.passed)]
-    if not pool or not timed:
+    case = after_timing_case(task, reference, timed, nonce)
+    if case is None:
         return
-    case = pool[nonce % len(pool)]
     seed = fresh_seed(nonce)
     compare = _comparer(task, reference.module, case, seed)
     report(Progress("verify", reference.variant.name, case.id))

@@ -14,6 +14,7 @@ BEFORE a candidate is imported, or import-time patches go unseen.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import logging
@@ -136,8 +137,6 @@ def _new_torch_op_kernels(snapshot: "IntegritySnapshot") -> list[str]:
 def _unregister(keys: set[str]) -> None:
     """Take back the kernels ``keys`` names: every ``torch.library.Library`` that registered one
     is destroyed (its registrations go with it)."""
-    import gc
-
     library = torch.library.Library
     for obj in gc.get_objects():
         # type(), not isinstance(): the latter asks each object its __class__, which wakes
