@@ -41,6 +41,12 @@ from .arbiter import ArbiterPolicy, judge, regressed_beyond
 
 MAX_FINALISTS = 4
 SWEEP_ROUNDS = 4          # the baseline times every case in 3 rounds; the search's plan has 10
+# rounds the sweep's timing cannot cut: past them, each case's rounds stop at its share of the
+# sweep's room (``end_within_s``). With all four the minimum, a sweep whose estimate fitted its
+# room could not be cut short: on four H200s (engine c064071456aa, 2026-11-28)
+# embedding_triton_kernel's sweep took 35 s and fused_layernorm_triton's 33 s, each leaving
+# its final check 5-10 s of the 12-16 s its shortest plan needed (not checked, no success)
+SWEEP_MIN_ROUNDS = 2
 SWEEP_LIMIT_FACTOR = 2.0  # skipped only beyond twice the per-case limit: a sweep is no check
 RISK_FACTOR = 0.5         # slower beyond half the limit at the lower bound: the check may veto it
 
@@ -103,10 +109,12 @@ def finalists(chain: list[Candidate], split: list, runners: list,
 
 
 def sweep_plan(search_plan: TimingPlan) -> TimingPlan:
-    """The search's plan cut to ``SWEEP_ROUNDS`` rounds, with no variant dropped for being slow
-    (the sweep's question is how much slower)."""
-    return dataclasses.replace(rounds_cut(search_plan, SWEEP_ROUNDS), abandon_slower=None,
-                               screen_slower=None, screen_not_faster=None)
+    """The search's plan cut to ``SWEEP_ROUNDS`` rounds, ``SWEEP_MIN_ROUNDS`` of them the
+    minimum, with no variant dropped for being slow (the sweep's question is how much slower).
+    Fewer rounds widen the bounds, and a wider bound vetoes less: the sweep only rejects."""
+    plan = rounds_cut(search_plan, SWEEP_ROUNDS)
+    return dataclasses.replace(plan, min_rounds=min(plan.min_rounds, SWEEP_MIN_ROUNDS),
+                               abandon_slower=None, screen_slower=None, screen_not_faster=None)
 
 
 def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
