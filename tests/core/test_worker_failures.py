@@ -235,3 +235,60 @@ def test_a_killed_worker_slow_to_exit_is_reaped_in_the_background(tmp_path, monk
     dying, waited = wc.wait_for_dying(10.0)
     assert dying == 1 and 0.5 < waited < 10 and proc.returncode == -9
     assert wc.wait_for_dying(1.0)[0] == 0          # nothing left to wait for
+
+
+def test_a_run_silent_far_longer_than_the_originals_is_killed_before_the_timeout(tmp_path,
+                                                                                 monkeypatch):
+    """The original's run of case c takes milliseconds; a candidate that hangs there is killed
+    at the step's floor (lowered here to 2 s), long before the worker's 60 s timeout."""
+    import time as _time
+    import tritonforge.runtime.worker_client as wc
+    monkeypatch.setattr(wc, "STEP_TIMEOUT_FLOOR_S", 2.0)
+    w = Worker("cpu", tmp_path / "w", timeout_s=60, host_memory_limit_gb=3)
+    w.start()
+    try:
+        hang = SRC.replace("    y = torch.empty_like(x)", "    while True:\n        pass")
+        began = _time.monotonic()
+        ev = w.evaluate(EvaluateRequest(TASK, (_v("original", SRC), _v("hangs", hang)),
+                                        verify=False, time=False))
+        r = ev.result("hangs")
+        assert r.status is Status.TIMEOUT and "during run of case c" in r.failure.reason, r
+        assert "original's took" in r.failure.reason
+        assert _time.monotonic() - began < 30
+        _still_works(w)
+    finally:
+        w.close()
+
+
+def test_the_silence_a_step_may_keep():
+    from tritonforge.runtime.protocol import Progress
+    from tritonforge.runtime.worker_client import (
+        STEP_TIMEOUT_FACTOR, STEP_TIMEOUT_FLOOR_S, step_timeout_s,
+    )
+    known = {("run", "c"): 0.01, ("run", "big"): 5.0}
+    run = Progress("run", "cand", "c")
+    assert step_timeout_s(run, "original", known, 180.0) == STEP_TIMEOUT_FLOOR_S
+    assert step_timeout_s(Progress("run", "cand", "big"), "original", known, 180.0) == \
+        min(180.0, STEP_TIMEOUT_FACTOR * 5.0)
+    assert step_timeout_s(Progress("run", "cand", "big"), "original", known, 60.0) == 60.0
+    # the reference itself, a case it has not run, and other stages keep the worker's timeout
+    assert step_timeout_s(Progress("run", "original", "c"), "original", known, 180.0) == 180.0
+    assert step_timeout_s(Progress("run", "cand", "other"), "original", known, 180.0) == 180.0
+    assert step_timeout_s(Progress("compile", "cand", "c"), "original", known, 180.0) == 180.0
+
+
+def test_a_compile_inside_a_run_is_reported_as_a_compile():
+    """Triton calls ``jit_cache_hook`` before each compile: inside ``compiles_reported`` the
+    worker tells the driver (its silence allowance is then a compile's, not the reference's
+    run's), the hook lets the compile go on (a falsy answer), and leaving restores the hook."""
+    import triton
+    from tritonforge.runtime.quick_autotune import compiles_reported
+    seen = []
+    runtime = triton.knobs.runtime
+    before = runtime.jit_cache_hook
+    with compiles_reported(seen.append):
+        hook = runtime.jit_cache_hook
+        answer = hook(key="k", repr="r", fn=type("F", (), {"name": "add1"})(), compile={},
+                      is_manual_warmup=False, already_compiled=False)
+    assert seen == ["add1"] and not answer
+    assert runtime.jit_cache_hook is before

@@ -99,6 +99,27 @@ def compile_without_launching() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def compiles_reported(notify: Callable[[str], None]) -> Iterator[None]:
+    """``notify(kernel name)`` before each kernel compiles (or loads from Triton's disk cache)
+    inside, through Triton's ``jit_cache_hook`` (called before a compile; a falsy answer lets it
+    go on): a variant's first run of a case that compiles is then a compile to the driver, whose
+    silence allowance for a run is measured against the reference's run of the same case
+    (``worker_client.step_timeout_s``), not against a compile's."""
+    runtime = triton.knobs.runtime
+    before = runtime.jit_cache_hook
+
+    def hook(*, fn: Any = None, **_: Any) -> None:
+        notify(getattr(fn, "name", "") or "")
+        return None
+
+    runtime.jit_cache_hook = hook
+    try:
+        yield
+    finally:
+        runtime.jit_cache_hook = before
+
+
+@contextlib.contextmanager
 def compile_in_parallel(threads: int,
                         progress: Callable[[int, int], None] | None = None) -> Iterator[None]:
     """Kernels that compile inside (``compile_without_launching``'s calls) compile side by side in

@@ -4,6 +4,8 @@ A candidate can crash the CUDA context, hang, or eat memory. The worker runs in 
 (and process group); the driver watches it while a request is in flight:
 
 - no message for ``timeout_s``            -> the process group is killed: TIMEOUT
+- a candidate's run of a case silent for ``STEP_TIMEOUT_FACTOR`` times the reference's run of
+  it in the same request (at least ``STEP_TIMEOUT_FLOOR_S``) -> the same (``step_timeout_s``)
 - its resident memory over the host limit -> killed: OOM
 - the pipe closes (segfault, abort)       -> CRASH, with the exit status and the log's tail
 - a sticky CUDA error reported by itself  -> it exits; the next request starts a new worker
@@ -46,8 +48,31 @@ CUT_REASON = "the record's time cap was reached"
 # memory can take longer to be torn down, and the caller (a record at its cap) must not wait
 KILL_WAIT_S = 5.0
 
+# A candidate's first run of a case (``Progress("run", ...)``: its inputs built, its call, a
+# synchronisation; compiled beforehand by the request's compile pass) is killed once silent for
+# this many times the reference's run of the same case in the same request, and at least the
+# floor: a hung kernel is a recorded TIMEOUT well before ``timeout_s`` (180 s, longer than a
+# 120 s record), which let one hung int8_quantization candidate hold its verification worker
+# (and slow its neighbour's on the same GPU) for 94 s, to the record's cap, where the
+# original's run of that case took milliseconds (four H200s, engine c064071456aa, 2026-11-28).
+STEP_TIMEOUT_FACTOR = 20.0
+STEP_TIMEOUT_FLOOR_S = 20.0
+_TIMED_STEPS = frozenset({"run"})
+
 _dying: set[threading.Thread] = set()
 _dying_lock = threading.Lock()
+
+
+def step_timeout_s(last: Progress, reference: str | None,
+                   reference_s: dict[tuple[str, str | None], float], timeout_s: float) -> float:
+    """How long the worker may stay silent after ``last``: ``timeout_s``, or, for a variant's
+    run of a case the reference ran before it in this request (``reference_s``: the seconds the
+    reference's step took, to its next message), ``STEP_TIMEOUT_FACTOR`` times that, at least
+    ``STEP_TIMEOUT_FLOOR_S``, at most ``timeout_s``."""
+    known = reference_s.get((last.stage, last.case_id))
+    if last.stage not in _TIMED_STEPS or last.variant == reference or known is None:
+        return timeout_s
+    return min(timeout_s, max(STEP_TIMEOUT_FLOOR_S, STEP_TIMEOUT_FACTOR * known))
 
 
 def _reap_later(process: subprocess.Popen) -> None:
@@ -342,7 +367,10 @@ class Worker:
         worker = self.process.pid if self.process is not None else None
         trace_progress(request, "sent", trace, worker)
         last = Progress("start")
-        last_time = checked = time.monotonic()
+        last_time = checked = step_start = time.monotonic()
+        reference = request.variants[0].name if request.variants else None
+        reference_s: dict[tuple[str, str | None], float] = {}    # (stage, case) -> its run
+        silent_s = self.timeout_s
         while True:
             ready, _, _ = select.select([self._from_child], [], [], 0.25)
             now = time.monotonic()
@@ -361,6 +389,11 @@ class Worker:
                 if isinstance(message, Progress):
                     if message != last:
                         trace_progress(request, message, trace, worker)
+                        if last.variant == reference and last.stage in _TIMED_STEPS:
+                            key = (last.stage, last.case_id)
+                            reference_s[key] = max(reference_s.get(key, 0.0), now - step_start)
+                        step_start = now
+                        silent_s = step_timeout_s(message, reference, reference_s, self.timeout_s)
                     last = message
             # checked after every message too: a worker sending progress more often than the
             # poll would otherwise never meet its deadline or its memory limit
@@ -370,13 +403,16 @@ class Worker:
                 self._replace_soon()
                 self.cut = True
                 return self._cut(request, last)
-            if now - last_time > self.timeout_s:
-                trace_progress(request, f"no progress for {self.timeout_s:.0f} s: killed", trace,
+            if now - last_time > silent_s:
+                trace_progress(request, f"no progress for {silent_s:.0f} s: killed", trace,
                                worker)
                 self.kill()
+                known = reference_s.get((last.stage, last.case_id))
+                why = (f" ({reference}'s took {known:.2f} s)" if silent_s < self.timeout_s
+                       and known is not None else "")
                 return self._replaced(self._death(
-                    request, last, Status.TIMEOUT, f"no progress for {self.timeout_s:.0f} s "
-                    f"during {last.stage} of case {last.case_id}: killed"))
+                    request, last, Status.TIMEOUT, f"no progress for {silent_s:.0f} s "
+                    f"during {last.stage} of case {last.case_id}{why}: killed"))
             if now - checked < 0.25:
                 continue
             checked = now

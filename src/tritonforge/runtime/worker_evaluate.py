@@ -36,7 +36,8 @@ from .invoke import InvocationBuilder
 from .loader import import_source, install_support_modules, module_key
 from .protocol import EvaluateRequest, Progress
 from .quick_autotune import (
-    compile_in_parallel, compile_without_launching, quicken_autotuners, shorten_autotuners,
+    compile_in_parallel, compile_without_launching, compiles_reported, quicken_autotuners,
+    shorten_autotuners,
 )
 from .timing import TimingPlan, far_slower, time_interleaved
 from .varied_inputs import VariedInputs
@@ -234,8 +235,11 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 report(Progress("run", st.variant.name, case.id))
                 seed = case.seeds[0]
                 began = time.perf_counter()
+
+                def compiling(kernel: str, name: str = st.variant.name, cid: str = case.id) -> None:
+                    report(Progress("compile at first run", name, cid))
                 try:
-                    with guarded(st):
+                    with guarded(st), compiles_reported(compiling):
                         inv = builder.build(st.module, case, seed)
                         inv.call()
                         _sync(dev)
