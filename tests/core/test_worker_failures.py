@@ -292,3 +292,11 @@ def test_a_compile_inside_a_run_is_reported_as_a_compile():
                       is_manual_warmup=False, already_compiled=False)
     assert seen == ["add1"] and not answer
     assert runtime.jit_cache_hook is before
+    # a hook already there is still asked, and its answer stands
+    runtime.jit_cache_hook = lambda **kw: True
+    try:
+        with compiles_reported(seen.append):
+            assert runtime.jit_cache_hook(fn=None, key="k") is True
+    finally:
+        runtime.jit_cache_hook = before
+    assert seen == ["add1", ""]
