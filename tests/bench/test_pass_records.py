@@ -222,3 +222,20 @@ def test_a_record_keeps_its_phase_times_and_reads_back_from_its_line(tmp_path):
     path = tmp_path / "records.jsonl"
     append_record(path, r)
     assert read_records(path)["k"].phases == r.phases
+
+
+def test_the_tables_say_why_records_fell_short_by_group():
+    lost = "the fresh-process final check rejected the search's best"
+    def short(name, why):
+        return dataclasses.replace(rec(name), held_back=why)
+    rs = {"a": rec("a", 2.0), "b": short("b", lost), "c": short("c", lost),
+          "d": short("d", "near the roofline"), "e": short("e", "accepted, but only 1.02x"),
+          "f": short("f", "accepted, but only 1.03x")}
+    md = render_markdown(summarize(rs, list(rs), ["b", "d"], date="D", gpu="g",
+                                   torch="t", triton="t", per_kernel_s=120, engine_commit="e"))
+    assert "## Why records fell short" in md
+    assert f"| {lost} | 2 | 1 | 1 |" in md and "| near the roofline | 1 | 1 | 0 |" in md
+    assert "| accepted, but under the success threshold | 2 | 0 | 2 |" in md
+    assert md.index(lost) < md.index("| near the roofline")          # most common first
+    table = md.split("## Why records fell short")[1].split("##")[0].strip().splitlines()[2:]
+    assert sum(int(row.split("|")[2]) for row in table) == 5       # the success is not counted

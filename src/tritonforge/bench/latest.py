@@ -61,6 +61,7 @@ class PassSummary:
     others: Figures
     records: tuple[PassRecord, ...] = field(default=(), repr=False)
     groups: dict[str, Figures] = field(default_factory=dict)   # named lists of records (--group-file)
+    subset_names: frozenset[str] = frozenset()     # the subset's record names (for the tables)
 
 
 def _median(xs: list[float]) -> float | None:
@@ -133,7 +134,7 @@ def summarize(records: dict[str, PassRecord], names: list[str], subset: list[str
         all=figures(mine, len(names)),
         subset=figures([records[n] for n in sub_names if n in records], len(sub_names)),
         others=figures([records[n] for n in other_names if n in records], len(other_names)),
-        records=tuple(mine),
+        records=tuple(mine), subset_names=frozenset(sub_names),
         groups={g: figures([records[n] for n in members if n in records and n in names],
                            sum(1 for n in members if n in names))
                 for g, members in (groups or {}).items()})
@@ -143,6 +144,7 @@ def latest_json(summary: PassSummary) -> dict:
     """LATEST.json's content: the summary less its records."""
     data = asdict(summary)
     data.pop("records")
+    data.pop("subset_names")
     data["why_not_publishable"] = list(summary.why_not_publishable)
     return data
 
@@ -219,6 +221,29 @@ def _generated(blocks: list[tuple[str, Figures]]) -> str:
     return "\n".join(lines)
 
 
+def _held_back(blocks: list[tuple[str, list[PassRecord]]]) -> str:
+    """Per block: how many records fell short for each reason (``bench.optimize.held_back``),
+    most common first. "the fresh-process final check rejected the search's best" counts the
+    records whose search found a candidate the final phase then lost (a size slower, no time
+    left to check it or its size dispatch): 11 of the 50 records short of a success among the first
+    62 of the c064071456aa pass (four H200s, 2026-11-28)."""
+    reasons: dict[str, dict[str, int]] = {}
+    for label, recs in blocks:
+        for r in recs:
+            if r.status != "success" and r.held_back:
+                # "accepted, but only 1.029x": one line for every such record
+                why = ("accepted, but under the success threshold"
+                       if r.held_back.startswith("accepted, but only") else r.held_back)
+                reasons.setdefault(why, {}).setdefault(label, 0)
+                reasons[why][label] += 1
+    labels = [label for label, _ in blocks]
+    lines = ["| why | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
+    for why, counts in sorted(reasons.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        lines.append(f"| {why} | " + " | ".join(str(counts.get(label, 0)) for label in labels)
+                     + " |")
+    return "\n".join(lines)
+
+
 def render_markdown(summary: PassSummary) -> str:
     """Overall, by category and by kernel-length quartile, from the summary's records."""
     recs = list(summary.records)
@@ -249,7 +274,11 @@ def render_markdown(summary: PassSummary) -> str:
         if rs:
             lo, hi = min(r.source_lines for r in rs), max(r.source_lines for r in rs)
             quarts.append(_row(f"{label} ({lo}-{hi} lines)", figures(rs, len(rs))))
-    return "\n".join(head + ["", "## By category", "", _table(cats),
+    subset = summary.subset_names
+    short = _held_back([("all", recs), ("subset-40", [r for r in recs if r.name in subset]),
+                        ("others", [r for r in recs if r.name not in subset])])
+    return "\n".join(head + ["", "## Why records fell short", "", short,
+                             "", "## By category", "", _table(cats),
                              "", "## By kernel length (quartiles of source lines)", "",
                              _table(quarts), ""])
 
