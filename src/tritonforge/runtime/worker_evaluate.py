@@ -172,9 +172,12 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     states = [_State(v) for v in request.variants]
     broken = False
     install_support_modules(module_dir / "support", task.support_modules)
-    snapshot = _integrity_snapshot() if request.verify and len(states) > 1 else None
-
     watched = request.verify and len(states) > 1
+    # taken once the reference is imported: what its own import sets (a module-level
+    # ``torch.backends.cuda.matmul.allow_tf32 = True``) is how it runs, not a candidate's patch;
+    # taken before, every candidate of such an original read "patched", and the restore after
+    # its verification undid the original's own setting
+    snapshot = None
 
     def guarded(st: _State):
         """Charge a patch of torch/triton/time to the candidate that made it (then undo it)."""
@@ -195,6 +198,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 shorten_autotuners(st.module, request.timing.autotune_rep_ms)
         except BaseException as exc:  # noqa: BLE001 - a variant's import failure is data
             st.failure, broken = classify_exception(exc, importing=True)
+        if watched and st is states[0]:
+            snapshot = _integrity_snapshot()
     reference = states[0]
     if reference.module is None:
         return _finish(task, states, device, ["the reference failed to import"]), broken

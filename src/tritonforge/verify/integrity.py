@@ -67,13 +67,13 @@ def _resolve(dotted: str) -> Any:
 
 
 # flags of torch's own arithmetic that a variant could flip for the original's torch ops too
-# (owner, attribute): read and restored by name, where this torch has them
+# (owner, attribute): read and restored by name, where this torch has them (not the newer
+# ``fp32_precision``, which torch moves itself when a legacy flag is set)
 _TORCH_FLAGS = tuple((owner, attr) for owner, attrs in (
     ("torch.backends.cuda.matmul", ("allow_tf32", "allow_fp16_reduced_precision_reduction",
                                     "allow_bf16_reduced_precision_reduction",
-                                    "allow_fp16_accumulation", "fp32_precision")),
-    ("torch.backends.cudnn", ("allow_tf32", "deterministic", "benchmark", "enabled",
-                              "fp32_precision")),
+                                    "allow_fp16_accumulation")),
+    ("torch.backends.cudnn", ("allow_tf32", "deterministic", "benchmark", "enabled")),
 ) for attr in attrs)
 
 
