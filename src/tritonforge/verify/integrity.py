@@ -129,9 +129,24 @@ def _op_kernels() -> frozenset[str]:
     return frozenset(impls) if isinstance(impls, (set, frozenset)) else frozenset()
 
 
+# dispatch keys whose kernels compute nothing on a CPU or CUDA tensor: shape inference and
+# tracing (torch registers some of these lazily, the first time a feature is used)
+_TRACING_KEYS = frozenset({"Meta", "Python", "PythonDispatcher", "PythonTLSSnapshot",
+                           "Functionalize", "PreDispatch", "FuncTorchBatched",
+                           "FuncTorchVmapMode", "BatchedNestedTensor", "SparseMeta",
+                           "NestedTensorMeta", "QuantizedMeta", "FuncTorchDynamicLayerFrontMode",
+                           "FuncTorchDynamicLayerBackMode"})
+
+
 def _new_torch_op_kernels(snapshot: "IntegritySnapshot") -> list[str]:
-    return sorted(k for k in _op_kernels() - snapshot.op_kernels
-                  if k.split("/", 1)[0] in _TORCH_NAMESPACES)
+    """New kernels for torch's own ops under a key that computes (CPU, CUDA, a composite, an
+    autograd key; ``""`` is the default, CompositeImplicitAutograd)."""
+    new = []
+    for key in sorted(_op_kernels() - snapshot.op_kernels):
+        ns, _, rest = key.partition("/")
+        if ns in _TORCH_NAMESPACES and rest.rpartition("/")[2] not in _TRACING_KEYS:
+            new.append(key)
+    return new
 
 
 def _unregister(keys: set[str]) -> None:
