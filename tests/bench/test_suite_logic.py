@@ -74,6 +74,27 @@ def test_held_back_names_the_reason():
     assert held_back(_result("a", history=[wrong], notes=outside)).startswith("verifier rejection")
 
 
+def test_held_back_says_how_the_final_phase_lost_the_searchs_best():
+    from tritonforge.bench.optimize import FINAL_NO_TIME, FINAL_REJECTED, FINAL_SIZE
+    ok = HistoryEntry("h", "rules", "d", Status.OK, 1.5, "1.500x faster")
+
+    def lost(*notes):
+        return held_back(_result("a", history=[ok], notes=["round 2 not started: ...", *notes]))
+    assert lost("final check rejected 'BLOCK 1 -> 8': not checked: about 12 s needed at the "
+                "shortest, 5 s left before the 150 s cap") == FINAL_NO_TIME
+    assert lost("final check rejected 'BLOCK_M x2': not correct: skipped: the record's time cap "
+                "was reached: not started") == FINAL_NO_TIME
+    assert lost("final check rejected 'BLOCK /4': case perf-08 is 14.7% slower (limit 5%, 95% "
+                "lower bound 14.7%)", "final check rejected runner-up 'w16': not checked: about "
+                "13 s needed") == FINAL_SIZE                       # the first check decides
+    assert lost("final check of 'config X': not checked in a fresh process: timed on every "
+                "performance case in the search's worker, case perf-00 is 10% slower at the "
+                "lower bound") == FINAL_SIZE
+    assert lost("final check rejected 'w2': 1.002x, but the 95% lower bound 1.000x is within "
+                "noise") == FINAL_REJECTED
+    assert held_back(_result("a", history=[ok])) == "candidates verified but not faster"
+
+
 # ---------------------------------------------------------------- baseline: device OOM retried alone
 from types import SimpleNamespace  # noqa: E402
 

@@ -223,10 +223,10 @@ def _generated(blocks: list[tuple[str, Figures]]) -> str:
 
 def _held_back(blocks: list[tuple[str, list[PassRecord]]]) -> str:
     """Per block: how many records fell short for each reason (``bench.optimize.held_back``),
-    most common first. "the fresh-process final check rejected the search's best" counts the
-    records whose search found a candidate the final phase then lost (a size slower, no time
-    left to check it or its size dispatch): 11 of the 50 records short of a success among the first
-    62 of the c064071456aa pass (four H200s, 2026-11-28)."""
+    most common first. Three of them count the records whose search found a candidate the final
+    phase then lost (``bench.optimize.final_phase_loss``: no time left to check it, a size slower,
+    anything else): 11 of the 50 records short of a success among the first 62 of the
+    c064071456aa pass (four H200s, 2026-11-28), all then under one reason."""
     reasons: dict[str, dict[str, int]] = {}
     for label, recs in blocks:
         for r in recs:

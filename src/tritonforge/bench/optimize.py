@@ -12,6 +12,7 @@ and the figures and reasons read from OptimizeResults (older stores' records inc
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -35,6 +36,32 @@ def choose_subset(runnable: list[tuple[str, str]], size: int) -> list[str]:
     return chosen
 
 
+FINAL_NO_TIME = "no time left to check the search's best in a fresh process"
+FINAL_SIZE = "the final check found the search's best slower on some size"
+FINAL_REJECTED = "the fresh-process final check rejected the search's best"
+_SLOWER = re.compile(r"\bis \d+(\.\d+)?% slower")
+
+
+def final_phase_loss(notes) -> str:
+    """Why the final phase kept the original though the search had a candidate, from its first
+    final check's note (``search.final_check``: "final check rejected 'X': why" or "final check
+    of 'X': why"): the record's time ran out before it (the cap, or too little left for its
+    shortest plan), a size slower beyond the per-case limit (in the fresh process, or the
+    finalists' sweep), or anything else (within noise, not faster, not correct); "" without one.
+    Each asks for another remedy (time, a size dispatch, ...): over the first 62 records of the
+    c064071456aa pass 11 records fell short there, six of them with search factors of 1.2-2.9x."""
+    first = next((n for n in notes if n.startswith(("final check rejected", "final check of '"))),
+                 None)
+    if first is None:
+        return ""
+    why = first.split("': ", 1)[-1]
+    if why.startswith("not checked: about") or CUT_REASON in why:
+        return FINAL_NO_TIME
+    if _SLOWER.search(why):
+        return FINAL_SIZE
+    return FINAL_REJECTED
+
+
 def held_back(result) -> str:
     """Why a kernel did not reach 1.05x, in the issue's terms (roofline, no transform, verifier
     rejection, noise), from what the loop recorded."""
@@ -45,8 +72,9 @@ def held_back(result) -> str:
         return "the original does not run"
     if final is not None and final.accepted:
         return f"accepted, but only {final.speedup:.3f}x"
-    if any("final check rejected" in n for n in result.notes):
-        return "the fresh-process final check rejected the search's best"
+    lost = final_phase_loss(result.notes)
+    if lost:
+        return lost
     near = any("near the roofline" in n for n in result.notes)
     if not result.history:
         return "near the roofline" if near else "no transform applied"
