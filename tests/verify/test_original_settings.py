@@ -5,17 +5,11 @@ module-level setting is not a "patched" cheat, and the original's setting is not
 from __future__ import annotations
 
 import torch
-from worker_runs import EXAMPLE, SIN_SPEC, time_wrappers
+from worker_runs import EXAMPLE, SIN_HONEST, SIN_SPEC, time_wrappers
 
 from tritonforge.model import Status
 
-HONEST = '''
-def sin_triton(x):
-    out = torch.empty_like(x)
-    n = x.numel()
-    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
-    return out
-'''
+HONEST = SIN_HONEST
 
 
 def test_an_originals_module_level_setting_is_not_charged_to_its_candidates(tmp_path):

@@ -5,7 +5,7 @@ of each timed candidate on a correctness case must match the original's, or the 
 from __future__ import annotations
 
 import pytest
-from worker_runs import EXAMPLE, SIN_SPEC, time_wrappers
+from worker_runs import EXAMPLE, SIN_HONEST, SIN_SPEC, time_wrappers
 
 from tritonforge.model import Status
 
@@ -30,13 +30,7 @@ def sin_triton(x):
     sin_kernel[(triton.cdiv(n, 4),)](x, out, x.numel(), BLOCK_SIZE=4)
     return out
 '''
-HONEST = '''
-def sin_triton(x):
-    out = torch.empty_like(x)
-    n = x.numel()
-    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
-    return out
-'''
+HONEST = SIN_HONEST
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from worker_runs import EXAMPLE, SIN_SPEC, time_wrappers
+from worker_runs import EXAMPLE, SIN_HONEST, SIN_SPEC, time_wrappers
 
 from tritonforge.model import Mismatch, Status
 from tritonforge.verify.compare import compare_outputs, tolerance_table
@@ -40,13 +40,7 @@ def sin_triton(x):
     sin_kernel[(triton.cdiv(n // 2 if timed else n, 4),)](x, out, n, BLOCK_SIZE=4)
     return out
 '''
-HONEST = '''
-def sin_triton(x):
-    out = torch.empty_like(x)
-    n = x.numel()
-    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
-    return out
-'''
+HONEST = SIN_HONEST
 
 
 @pytest.fixture(scope="module")

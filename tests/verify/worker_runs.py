@@ -15,6 +15,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "example
 # the example's entry on a correctness case and a performance case, one seed each
 SIN_SPEC = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
             '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [400] }]\n')
+# an honest wrapper of the example: a wider block, the same sines
+SIN_HONEST = '''
+def sin_triton(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    sin_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK_SIZE=64)
+    return out
+'''
 
 
 def time_wrappers(root: Path, source: str, spec: str, entry: str, wrappers: dict[str, str],

@@ -102,9 +102,10 @@ def compile_without_launching() -> Iterator[None]:
 def compiles_reported(notify: Callable[[str], None]) -> Iterator[None]:
     """``notify(kernel name)`` before each kernel compiles (or loads from Triton's disk cache)
     inside, through Triton's ``jit_cache_hook`` (called before a compile; a falsy answer lets it
-    go on; a hook already set is called after and answers): a variant's first run of a case that compiles is then a compile to the driver, whose
-    silence allowance for a run is measured against the reference's run of the same case
-    (``worker_client.step_timeout_s``), not against a compile's."""
+    go on; a hook already set is called after and answers): a variant's first run of a case
+    that compiles is then a compile to the driver, whose silence allowance for a run is
+    measured against the reference's run of the same case (``worker_client.step_timeout_s``),
+    not against a compile's."""
     runtime = triton.knobs.runtime
     before = runtime.jit_cache_hook
 

@@ -138,7 +138,8 @@ def sweep(time_fn: Callable[..., object], task: Task, original: Candidate,
             if r is None or r.status is not Status.OK or not r.timings:
                 continue
             decisions[cand.hash] = judge(base, r, perf, interpreted=False, policy=policy)
-            slower[cand.hash] = regressed_beyond(base, r, perf, limit, policy)
+            # one bootstrap: the veto's cases are those of the risk past the wider limit
             at_risk[cand.hash] = regressed_beyond(base, r, perf,
                                                   RISK_FACTOR * policy.max_case_regression, policy)
+            slower[cand.hash] = {c: v for c, v in at_risk[cand.hash].items() if v > 1 + limit}
     return Sweep(decisions, slower, time.monotonic() - started, at_risk)
