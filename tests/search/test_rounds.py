@@ -619,6 +619,40 @@ def test_a_round_whose_incumbent_crashed_on_its_first_timed_case_times_again_wit
     assert stages.case_ids == [("q", "p")] and out.state.incumbent is ORIGINAL
 
 
+def test_a_round_whose_incumbent_keeps_crashing_first_is_timed_again_until_a_case_is_timed():
+    """Crashing first on q, then (timed again) on r: timed a third time, on p alone. An incumbent
+    that crashes first on every case leaves the round judged on nothing, after at most
+    RETIME_WITHOUT_LOST retries."""
+    from tritonforge.model import Failure
+    from tritonforge.search.rounds import RETIME_WITHOUT_LOST
+
+    class CrashOn(FakeStages):
+        crashing = ("q", "r")
+
+        def _time(self, task, incumbent, cands, case_ids, end_within_s=None):
+            self.case_ids = getattr(self, "case_ids", []) + [case_ids]
+            first = next((c for c in case_ids if c in self.crashing), None)
+            if first:
+                crash = Failure(Status.CRASH, "illegal memory access", case_id=first, seed=0)
+                results = {"incumbent": VariantResult("incumbent", incumbent.hash, Status.CRASH,
+                                                      case_failures=(crash,))}
+                results.update({f"c{i}": VariantResult(f"c{i}", c.hash, Status.OK)
+                                for i, c in enumerate(cands)})
+                return SimpleNamespace(result=results.__getitem__)
+            return super()._time(task, incumbent, cands, case_ids, end_within_s)
+
+    stages = CrashOn({1: [("x = 1\n", 0.5)]})
+    out = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ("q", "r", "p"), (("c",), ("p",))),
+                    _env(stages))
+    assert stages.case_ids == [("q", "r", "p"), ("r", "p"), ("p",)]
+    assert out.state.incumbent.source == "x = 1\n" and out.state.search_ids == ("p",)
+    ids = tuple(f"k{i}" for i in range(RETIME_WITHOUT_LOST + 3))
+    stages = CrashOn({1: [("x = 1\n", 0.5)]})
+    stages.crashing = ids
+    out = run_round(SearchState(TASK, ORIGINAL, ORIGINAL, ids, (("c",), ("p",))), _env(stages))
+    assert len(stages.case_ids) == 1 + RETIME_WITHOUT_LOST and out.state.incumbent is ORIGINAL
+
+
 def test_the_first_verified_time_is_when_a_candidate_passed_ahead_where_one_did():
     stages = FakeStages({1: [("x = 1\n", 0.5), ("x = 2\n", 0.6)]})
     env = _env(stages)
