@@ -382,6 +382,39 @@ def test_the_performance_tier_is_verified_only_for_accepted_candidates_best_firs
     assert all(c.source != "x = 1 latewrong\n" for _, _, c in s.ranked)
 
 
+def test_a_deferred_tier_that_defines_no_result_of_the_originals_leaves_the_earlier_tiers_standing():
+    """The deferred tier checked nothing (the original read outside its arguments on every
+    case of it): the accepted candidate becomes the incumbent on its earlier tiers. A deferred
+    tier that found a mismatch, or checked a case and then judged nothing else, still fails it."""
+    from tritonforge.model import Failure, Mismatch, Verdict
+    from tritonforge.search.blame import judged_nothing
+
+    undefined = Failure(Status.SKIPPED, "nothing verified: the original reads outside its "
+                        "arguments' memory on every case checked, so no case defines its result")
+
+    def result(checked=0, mismatches=(), failure=undefined):
+        return VariantResult("candidate", "h", Status.MISMATCH,
+                             verdict=Verdict(passed=False, mismatches=mismatches, checked=checked,
+                                             failure=failure))
+
+    assert judged_nothing(result())
+    assert not judged_nothing(result(checked=1))
+    assert not judged_nothing(result(mismatches=(Mismatch("p", 0, "return", "value", "differs"),)))
+    assert not judged_nothing(result(failure=None))
+    assert not judged_nothing(VariantResult("candidate", "h", Status.OK))
+
+    class Undefined(LateWrong):
+        def verify(self, task, original, cands, tiers, in_time=lambda got: True, fresh=True):
+            got = super().verify(task, original, cands, tiers, in_time)
+            if tuple(tiers) == (("p",),):
+                return {h: (result() if r.status is Status.OK else r) for h, r in got.items()}
+            return got
+
+    stages = Undefined({1: [("x = 1 latewrong\n", 0.4), ("x = 2\n", 0.6)]})
+    s = run_round(_state(), _env(stages)).state
+    assert s.incumbent.source == "x = 2\n"          # the mismatching faster one still fails
+
+
 def test_no_accepted_candidate_passing_the_performance_tier_is_a_round_without_gain():
     stages = LateWrong({1: [("x = 1 latewrong\n", 0.4), ("x = 3\n", 1.2)]})
     s = run_round(_state(), _env(stages)).state

@@ -56,6 +56,19 @@ def final_suspects(original: VariantResult, best: VariantResult) -> set[str]:
     return out
 
 
+def judged_nothing(result: VariantResult) -> bool:
+    """The verification found nothing wrong and checked nothing: on every case it ran the
+    original read outside its arguments' memory, so no case defined a result to compare
+    (``verify.differential``, "nothing verified"). Where the cases were a deferred tier, the
+    candidate's earlier tiers stand: attention_kernel's original reads unmasked on perf-01,
+    its deferred tier, and a pipelined candidate timed 1.091x there (H200 pass, engine
+    c064071456aa, 2026-11-28) was dropped for it, as two more of its round's were."""
+    verdict = result.verdict
+    return (verdict is not None and verdict.checked == 0 and not verdict.mismatches
+            and not verdict.violations and verdict.failure is not None
+            and verdict.failure.status is Status.SKIPPED and result.failure is None)
+
+
 def incumbent_timed_cases(incumbent: VariantResult,
                           case_ids: tuple[str, ...]) -> tuple[tuple[str, ...], set[str]]:
     """The search cases a round's candidates can be judged on, and those the incumbent failed.

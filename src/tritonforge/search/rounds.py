@@ -20,7 +20,7 @@ from ..model import (
 )
 from ..runtime.gpu_lock import gpu_blocked_s
 from .arbiter import ArbiterPolicy, judge
-from .blame import blamed_cases, incumbent_timed_cases
+from .blame import blamed_cases, incumbent_timed_cases, judged_nothing
 from .branch import branched_from
 from .budget import FinalCheckEstimate
 from .cases import _sliver_retimed, split_deferred
@@ -437,7 +437,12 @@ def _verify_deferred(state: SearchState, env: RoundEnv,
                 got = st.verify(state.task, state.original, [c], (late,), in_time,
                                 fresh=False).get(c.hash) \
                     if late else VariantResult("candidate", c.hash, Status.OK)
-            if got is not None and got.status is Status.OK:
+            if got is not None and (got.status is Status.OK or judged_nothing(got)):
+                if got.status is not Status.OK:
+                    st.progress(f"{state.task.name}: {c.description}: the performance cases "
+                                f"checked once accepted ({', '.join(late)}) define no result of "
+                                "the original's (it reads outside its arguments): its earlier "
+                                "tiers stand")
                 return (decision, c), failed, unchecked, unsafe
             if got is None or got.status is Status.SKIPPED:
                 unchecked.add(c.hash)
