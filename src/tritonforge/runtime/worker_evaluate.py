@@ -288,72 +288,72 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 # best failed verification went on to time the original alone, under the
                 # exclusive lock, before checking again)
                 continue
-            seed = case.seeds[0]
-            fns = {}
 
             def by_name_ok(name: str, timed: list[_State] = timed, cid: str = case.id) -> bool:
                 return any(s.variant.name == name and s.failure is None and s.case_ok(cid)
                            for s in timed)
 
-            invocations = {}
-            for st in timed:
+            seed = case.seeds[0]
+            group: list[_State] | None = timed
+            while group:
+                # a group's inputs go before the next group's are built
+                fns, invocations, varieds = {}, {}, {}
+                group, waiting = _build_fitting(group, reference, builder, case, seed,
+                                                invocations, fns, keep, dev)
+                if group is None:
+                    return _finish(task, states, device, []), True
+                fns = {n: f for n, f in fns.items() if by_name_ok(n)}
+                if not fns:
+                    group = _next_group(reference, waiting)
+                    continue
+                kept = TimedCalls()
+                varieds = _varying(fns, invocations)
                 try:
-                    invocations[st.variant.name] = builder.build(st.module, case, seed)
-                    fns[st.variant.name] = invocations[st.variant.name].timed
-                except BaseException as exc:  # noqa: BLE001
+                    samples, method = time_interleaved(
+                        {n: kept.keeping(n, f, dict(iter_tensors(invocations[n].arguments, "arg")),
+                                         reference=n == reference.variant.name)
+                         for n, f in fns.items()},
+                        case_plan(request.timing, request.end_by, len(order) - position), dev,
+                        progress=lambda name, cid=case.id: report(Progress("time", name, cid)),
+                        vary={n: v.step for n, v in varieds.items()})
+                except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
+                    kept.clear()
                     failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
-                    st.fail(failure, keep)
+                    culprit = _culprit(group, fns, dev, failure)
+                    culprit.fail(failure, keep)
                     if broken:
                         return _finish(task, states, device, []), True
-            fns = {n: f for n, f in fns.items() if by_name_ok(n)}
-            if not fns:
-                continue
-            kept = TimedCalls()
-            varieds = _varying(fns, invocations)
-            try:
-                samples, method = time_interleaved(
-                    {n: kept.keeping(n, f, dict(iter_tensors(invocations[n].arguments, "arg")),
-                                     reference=n == reference.variant.name)
-                     for n, f in fns.items()},
-                    case_plan(request.timing, request.end_by, len(order) - position), dev,
-                    progress=lambda name, cid=case.id: report(Progress("time", name, cid)),
-                    vary={n: v.step for n, v in varieds.items()})
-            except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
-                kept.clear()
-                failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
-                culprit = _culprit(timed, fns, dev, failure)
-                culprit.fail(failure, keep)
-                if broken:
-                    return _finish(task, states, device, []), True
-                continue
-            _out_of_step(kept, varieds, reference.variant.name)
-            try:
-                wrong_when_timed = _timed_calls_differ(kept, reference, timed, case, seed, fns,
-                                                       invocations, builder, task, dev,
-                                                       varieds.get(reference.variant.name))
-            except BaseException as exc:  # noqa: BLE001 - the check's own trouble is no verdict
-                failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
-                if broken:       # a timed call's sticky CUDA error, surfacing in the check
-                    _culprit(timed, fns, dev, failure).fail(failure, keep)
-                    return _finish(task, states, device, []), True
-                log.warning("%s: the timed calls' results on case %s not compared: %s",
-                            task.name, case.id, exc)
-                wrong_when_timed = {}
-            finally:
-                if kept.grew:
-                    grew.append(case.id)
-                kept.clear()
-            by_name = {s.variant.name: s for s in timed}
-            for name, values in samples.items():
-                by_name[name].timings.append(Timing(case.id, name, method, tuple(values)))
-            for name, diffs in wrong_when_timed.items():
-                by_name[name].failure = Failure(
-                    Status.CHEAT, f"watched: its last timed call on case {case.id} differs from "
-                    f"the original's: {diffs[0].output}: {diffs[0].message}"[:300],
-                    "\n".join(f"{m.output}: {m.message}" for m in diffs[:5]), case.id, seed)
-            # far slower on this case: not timed on the next ones (the per-case regression limit
-            # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
-            hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
+                    group = _next_group(reference, waiting)
+                    continue
+                _out_of_step(kept, varieds, reference.variant.name)
+                try:
+                    wrong_when_timed = _timed_calls_differ(kept, reference, timed, case, seed, fns,
+                                                           invocations, builder, task, dev,
+                                                           varieds.get(reference.variant.name))
+                except BaseException as exc:  # noqa: BLE001 - the check's own trouble is no verdict
+                    failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+                    if broken:       # a timed call's sticky CUDA error, surfacing in the check
+                        _culprit(group, fns, dev, failure).fail(failure, keep)
+                        return _finish(task, states, device, []), True
+                    log.warning("%s: the timed calls' results on case %s not compared: %s",
+                                task.name, case.id, exc)
+                    wrong_when_timed = {}
+                finally:
+                    if kept.grew:
+                        grew.append(case.id)
+                    kept.clear()
+                by_name = {s.variant.name: s for s in timed}
+                for name, values in samples.items():
+                    _add_samples(by_name[name], Timing(case.id, name, method, tuple(values)))
+                for name, diffs in wrong_when_timed.items():
+                    by_name[name].failure = Failure(
+                        Status.CHEAT, f"watched: its last timed call on case {case.id} differs from "
+                        f"the original's: {diffs[0].output}: {diffs[0].message}"[:300],
+                        "\n".join(f"{m.output}: {m.message}" for m in diffs[:5]), case.id, seed)
+                # far slower on this case: not timed on the next ones (the per-case regression limit
+                # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
+                hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
+                group = _next_group(reference, waiting)
     if request.time and len(states) > 1 and reference.failure is None:
         marks.append(("shipped check", time.perf_counter()))
         _check_after_timing(states, task, builder, dev, report, _nonce(request))
@@ -365,6 +365,60 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
     if request.time:
         notes.append(phase_note(marks, time.perf_counter(), mode))
     return _finish(task, states, device, notes), broken
+
+
+def _build_fitting(group: list[_State], reference: _State, builder: InvocationBuilder, case: Case,
+                   seed: int, invocations: dict[str, Any], fns: dict[str, Callable[[], object]],
+                   keep: bool, dev: str = "cpu") -> tuple[list[_State] | None, list[_State]]:
+    """Build the invocations of ``group`` (the reference first) on ``case`` into ``invocations``
+    and ``fns``. A variant whose build runs out of device memory once the reference and another
+    variant are built waits, with those after it, for a group of its own on the same case
+    (``_next_group``) instead of failing: each variant holds its own copy of a case's inputs, and
+    fast_ce_loss's 4 GB case for 17 variants filled 137 GiB of an H200's 140, failing 16
+    candidates "oom" (engine c064071456aa, 2026-11-28). One that does not fit beside the
+    reference alone fails. On a GPU the next one waits already where the free memory is under
+    twice what the last build took (the calls' own outputs need room too).
+    Returns (the variants built, those left waiting), or (None, []) where the context broke."""
+    built: list[_State] = []
+    last_build = 0
+    for i, st in enumerate(group):
+        if dev.startswith("cuda") and len(built) > 1 and reference in built and last_build > 0 \
+                and torch.cuda.mem_get_info()[0] < 2 * last_build:
+            return built, [s for s in group[i:] if s is not reference]
+        try:
+            before = torch.cuda.memory_allocated() if dev.startswith("cuda") else 0
+            invocations[st.variant.name] = builder.build(st.module, case, seed)
+            fns[st.variant.name] = invocations[st.variant.name].timed
+            built.append(st)
+            if dev.startswith("cuda"):
+                last_build = max(last_build, torch.cuda.memory_allocated() - before)
+        except BaseException as exc:  # noqa: BLE001
+            failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
+            if failure.status is Status.OOM and not broken and st is not reference \
+                    and len(built) > 1 and reference in built:
+                invocations.pop(st.variant.name, None)
+                return built, [s for s in group[i:] if s is not reference]
+            st.fail(failure, keep)
+            if broken:
+                return None, []
+    return built, []
+
+
+def _next_group(reference: _State, waiting: list[_State]) -> list[_State] | None:
+    """The variants a case's timing still owes (``_build_fitting``), beside the reference."""
+    if not waiting or reference.failure is not None:
+        return None
+    return [reference] + waiting
+
+
+def _add_samples(st: _State, timing: Timing) -> None:
+    """Record ``timing``; the reference timed in several groups on one case keeps one timing
+    with every group's samples."""
+    for i, t in enumerate(st.timings):
+        if t.case_id == timing.case_id:
+            st.timings[i] = Timing(t.case_id, t.variant, t.method, t.samples_ms + timing.samples_ms)
+            return
+    st.timings.append(timing)
 
 
 def _varying(fns: dict[str, Callable[[], object]], invocations: dict[str, Any]) -> dict[str, VariedInputs]:

@@ -1,0 +1,106 @@
+"""A case's timing builds every variant's inputs side by side (runtime.worker_evaluate); where the
+device runs out of memory building them, the variants that did not fit are timed in a group of
+their own beside the reference on the same case, instead of failing "oom". The builder here
+holds at most CAPACITY invocations at once, as a device whose memory holds that many copies of
+a case's inputs would."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from tritonforge.config import Settings
+from tritonforge.model import DeviceInfo, Status, Variant
+from tritonforge.runtime import worker_evaluate
+from tritonforge.runtime.evaluator import original_variant
+from tritonforge.runtime.protocol import EvaluateRequest
+from tritonforge.runtime.timing_plan import timing_plan
+from tritonforge.tasks.loader import task_from_file
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tritonforge" / "examples" / "sin_block4.py"
+SIN_SPEC = ('entry = "sin_triton"\nseeds = 1\n[[case]]\nid = "c"\nargs = [{ tensor = [300] }]\n'
+            '[[case]]\nid = "p"\nrole = "performance"\nargs = [{ tensor = [400] }]\n')
+
+CAPACITY = 3
+
+
+class _Held:
+    """An invocation that counts itself alive until collected."""
+
+    live = 0
+
+    def __init__(self, inner):
+        self._inner = inner
+        _Held.live += 1
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def __del__(self):
+        _Held.live -= 1
+
+
+class _TightBuilder:
+    def __init__(self, inner):
+        self._inner = inner
+        self.refused = 0
+
+    def build(self, module, case, seed):
+        if _Held.live >= CAPACITY:
+            self.refused += 1
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.91 GiB (a test)")
+        return _Held(self._inner.build(module, case, seed))
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _timed(tmp_path, monkeypatch, copies: int):
+    task = task_from_file(EXAMPLE, _spec(tmp_path))
+    variants = (original_variant(task),) + tuple(
+        Variant(f"c{i}", task.source + f"\n# copy {i}\n", f"copy {i}") for i in range(copies))
+    made = []
+    real = worker_evaluate._builder
+
+    def tight(reference, dev, module_dir):
+        made.append(_TightBuilder(real(reference, dev, module_dir)))
+        return made[-1]
+    monkeypatch.setattr(worker_evaluate, "_builder", tight)
+    plan = dataclasses.replace(timing_plan(Settings(device="cpu")), abandon_slower=None)
+    request = EvaluateRequest(task, variants, verify=False, time=True, timing=plan,
+                              run_cases=False)
+    evaluation, broken = worker_evaluate.evaluate_request(
+        request, DeviceInfo("cpu", True), tmp_path / "modules", lambda p: None)
+    return evaluation, broken, made[0]
+
+
+def _spec(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SIN_SPEC)
+    return path
+
+
+def test_variants_that_do_not_fit_beside_the_others_are_timed_in_a_group_of_their_own(
+        tmp_path, monkeypatch):
+    evaluation, broken, builder = _timed(tmp_path, monkeypatch, copies=5)
+    assert not broken and builder.refused >= 2         # it did run out, more than once
+    for r in evaluation.results:
+        assert r.status is Status.OK, r
+        assert r.timing("p") is not None and r.timing("p").samples_ms, r.variant
+    # the reference was timed in every group (three: itself + 2, + 2, + 1), its samples joined
+    ref, one = evaluation.result("original").timing("p"), evaluation.result("c0").timing("p")
+    assert len(ref.samples_ms) == 3 * len(one.samples_ms)
+
+
+def test_a_variant_that_does_not_fit_beside_the_reference_alone_fails_oom(tmp_path, monkeypatch):
+    global CAPACITY
+    CAPACITY, saved = 1, CAPACITY
+    try:
+        evaluation, broken, _ = _timed(tmp_path, monkeypatch, copies=2)
+    finally:
+        CAPACITY = saved
+    assert not broken
+    assert evaluation.result("original").status is Status.OK
+    assert {evaluation.result(f"c{i}").status for i in range(2)} == {Status.OOM}
