@@ -383,7 +383,7 @@ def _build_fitting(group: list[_State], reference: _State, builder: InvocationBu
     last_build = 0
     for i, st in enumerate(group):
         if dev.startswith("cuda") and len(built) > 1 and reference in built and last_build > 0 \
-                and torch.cuda.mem_get_info()[0] < 2 * last_build:
+                and _device_free() < 2 * last_build:
             return built, [s for s in group[i:] if s is not reference]
         try:
             before = torch.cuda.memory_allocated() if dev.startswith("cuda") else 0
@@ -402,6 +402,12 @@ def _build_fitting(group: list[_State], reference: _State, builder: InvocationBu
             if broken:
                 return None, []
     return built, []
+
+
+def _device_free() -> int:
+    """Bytes the next allocation can have: the device's free memory and the blocks the caching
+    allocator holds unused (an earlier group's, freed)."""
+    return torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
 
 def _next_group(reference: _State, waiting: list[_State]) -> list[_State] | None:
