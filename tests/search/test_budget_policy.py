@@ -226,6 +226,10 @@ def test_room_for_more_work_and_the_profile_timeout_follow_the_budget():
     assert BudgetPolicy(600.0, clock).profile_timeout_s() == pytest.approx(120.0)
     assert BudgetPolicy(60.0, clock).profile_timeout_s() == pytest.approx(30.0)   # the floor
     assert BudgetPolicy(None, clock).profile_timeout_s() == pytest.approx(120.0)
+    # the static compile: an eighth of the budget, at least 10 s
+    assert policy.static_timeout_s() == pytest.approx(15.0)
+    assert BudgetPolicy(40.0, clock).static_timeout_s() == pytest.approx(10.0)
+    assert BudgetPolicy(None, clock).static_timeout_s() == pytest.approx(120.0)
 
 
 def test_the_first_check_runs_only_if_its_shortest_plan_is_near_enough_the_cap():

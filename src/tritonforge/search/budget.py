@@ -409,6 +409,17 @@ class BudgetPolicy:
             return most_s
         return max(least_s, min(most_s, 0.25 * self.budget_s))
 
+    def static_timeout_s(self, most_s: float = 120.0, least_s: float = 10.0) -> float:
+        """How long the profile's static compile may take: an eighth of the budget (never under
+        ``least_s``, never over ``most_s``). Its stats (registers, spills, shared memory) refine a
+        diagnosis that Nsight Compute's metrics make without them, and it sits before round 1:
+        at its 30 s bound, the bound of the ncu run, lightning_attention, attn_fwd_causal and
+        parallel_attention spent 34-90 s compiling (H200 pass, engine c064071456aa, 2026-11-28,
+        then with no bound that held), int8_quantization 14 s, the median record 5 s."""
+        if self.budget_s is None:
+            return most_s
+        return max(least_s, min(most_s, 0.125 * self.budget_s))
+
     def first_check(self, check_s: float, fixed_s: float) -> Go:
         """Whether a final check may start: its shortest plan (``fit_plan`` cuts the timing,
         ``check_s - fixed_s``, to ``MIN_PLAN_FRACTION`` at most; ``fixed_s``, starting, running,

@@ -313,7 +313,8 @@ class Optimizer:
             profiled = budget.profile_go()
             if profiled:
                 diagnosis = self.stages._diagnose(original, profile_case(search_ids, base), notes,
-                                                  base, hardware, budget.profile_timeout_s())
+                                                  base, hardware, budget.profile_timeout_s(),
+                                                  budget.static_timeout_s())
             else:
                 notes.append(profiled.reason)
                 self.stages.profile = diagnosis = None

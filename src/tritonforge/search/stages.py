@@ -331,11 +331,12 @@ class RoundStages:
 
     def _diagnose(self, incumbent: Candidate, case_id: str | None, notes: list[str],
                   baseline: VariantResult | None = None, hardware: HardwareInfo | None = None,
-                  ncu_timeout_s: float = 120.0):
+                  ncu_timeout_s: float = 120.0, static_timeout_s: float | None = None):
         """Profile the incumbent on one search case; the diagnosis steers the proposers.
 
         Nsight Compute on a GPU (settings.profile "auto"), static compile stats otherwise, each
-        bounded by ``ncu_timeout_s`` (the budget's ``profile_timeout_s``). A
+        bounded by ``ncu_timeout_s`` (the budget's ``profile_timeout_s``) and
+        ``static_timeout_s`` (its ``static_timeout_s``; None: ``ncu_timeout_s``). A
         profiling failure is a note, never the end of the run. The case's time comes from the
         ``baseline`` timing (not timed again), and the perf-script inputs from the run's disk cache.
         """
@@ -347,7 +348,8 @@ class RoundStages:
         times = {t.case_id: t.median_ms for t in baseline.timings if t.median_ms} if baseline else {}
         options = ProfileOptions(
             case_id=case, use_ncu=use_ncu, ncu_timeout_s=ncu_timeout_s,
-            static_timeout_s=ncu_timeout_s, known_time_ms=times.get(case),
+            static_timeout_s=ncu_timeout_s if static_timeout_s is None else static_timeout_s,
+            known_time_ms=times.get(case),
             device_name=hardware.name if hardware else None,
             capability=hardware.capability if hardware else None,
             perf_inputs_dir=Path(self.settings.run_dir) / "perf-inputs")
