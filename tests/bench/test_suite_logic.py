@@ -4,7 +4,7 @@ import math
 
 from dataclasses import replace
 
-from tritonforge.bench.optimize import choose_subset, headline, held_back, phase_summary
+from tritonforge.bench.optimize import NOT_TIMED, choose_subset, headline, held_back, phase_summary
 from tritonforge.model import Candidate, Decision, HistoryEntry, Status
 from tritonforge.search.loop import OptimizeResult
 from tritonforge.search.phases import PhaseTime
@@ -93,6 +93,10 @@ def test_held_back_says_how_the_final_phase_lost_the_searchs_best():
     assert lost("final check rejected 'w2': 1.002x, but the 95% lower bound 1.000x is within "
                 "noise") == FINAL_REJECTED
     assert held_back(_result("a", history=[ok])) == "candidates verified but not faster"
+    untimed = HistoryEntry("h", "rules", "x", Status.OK, None, "no timings to compare")
+    nan = HistoryEntry("g", "rules", "y", Status.OK, float("nan"), "no timings to compare")
+    assert held_back(_result("a", history=[untimed, nan])) == NOT_TIMED
+    assert held_back(_result("a", history=[untimed, ok])) == "candidates verified but not faster"
 
 
 # ---------------------------------------------------------------- baseline: device OOM retried alone
