@@ -105,6 +105,66 @@ def test_what_passed_round_ones_only_tier_ahead_is_reported_with_when(tmp_path):
         store.close()
 
 
+def test_the_generated_tier_is_verified_ahead_once_made_and_round_one_finds_it_answered(tmp_path):
+    """Generated cases still being made: a candidate that passed the first tier ahead waits for
+    them, then is verified on their tier with round 1's own request (no bare first calls, the
+    second pass) on the task as round 1 joins them (``loop._late_tier``); the report gives both
+    tiers and when each candidate passed the second. Round 1, on the joined task, sends nothing."""
+    import time
+
+    from tritonforge.search.loop import _late_tier
+
+    class Late:
+        def __init__(self):
+            self.made = False
+
+        def ready(self):
+            return self.made
+
+        def __call__(self):
+            return (GENERATED,)
+
+    store, sent = RunStore(tmp_path / "s.sqlite"), []
+    spare = [_evaluator(tmp_path, store, sent, f"w{i}") for i in range(2)]
+    ahead = CompileAhead(spare, TASK, ORIGINAL, [Proposes(2)], 2, HardwareInfo("cpu", True))
+    late = Late()
+    ids = ("test", "p0", "p1")
+    tier, last = _first_tier(TASK, ids, _base(), generated_coming=True)
+    start = time.perf_counter()
+    ahead.start()
+    ahead.verify_from(TASK, tier, last, late=_late_tier(TASK, ids, _base(), tier, late))
+    for _ in range(500):
+        if sum(1 for r in sent if r.verify) == 2:
+            break
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.1)
+    assert sum(1 for r in sent if r.verify) == 2          # the late tier waits for its cases
+    late.made = True
+    for _ in range(500):
+        if sum(1 for r in sent if r.verify) == 4:
+            break
+        threading.Event().wait(0.01)
+    report = ahead.stop()
+    asked = [r for r in sent if r.verify]
+    assert [(r.case_ids, r.first_calls, r.second_pass) for r in asked[2:]] == \
+        [(("odd-size",), False, True)] * 2
+    assert report.tiers == (("test", "p0"), ("odd-size",)) and len(report.passed_at) == 2
+    assert all(start <= at <= time.perf_counter() for _, at in report.passed_at)
+    # round 1's early tiers once the generated cases joined: both answered by the store
+    from tritonforge.search.loop import split_deferred, verification_tiers
+    joined = dataclasses.replace(TASK, cases=TASK.cases + (GENERATED,))
+    tiers = verification_tiers(TASK, ids, _base())          # as Optimizer._join_late joins them
+    tiers = verification_tiers(joined, tuple(c for t in tiers for c in t) + ("odd-size",), _base())
+    early = tuple(t for t in split_deferred(joined, tiers)[0] if t)
+    assert early == report.tiers
+    cands = Proposes(2).propose(SimpleNamespace(incumbent=ORIGINAL, budget=2))
+    before = len(sent)
+    got = verify_cascade([_evaluator(tmp_path, store, sent, "pool")], joined, ORIGINAL, cands,
+                         early)
+    assert all(r.status is Status.OK for r in got.values()) and sent[before:] == []
+    store.close()
+
+
 def test_a_compiled_candidate_waits_for_the_tier_and_a_stop_ends_the_wait():
     log, seen = [], threading.Event()
 

@@ -41,6 +41,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from ..model import Candidate, HardwareInfo, ProposalContext, Status, Task
 from ..runtime.evaluator import Evaluator
@@ -64,6 +65,12 @@ class AheadReport:
     # early tier ahead, so passed all of round 1's verification then
     passed_at: tuple[tuple[str, float], ...] = ()
     tier: tuple[str, ...] = ()   # the cases it verified on (round 1's first tier)
+    late_tier: tuple[str, ...] = ()   # and the generated cases' tier, where it reached them
+
+    @property
+    def tiers(self) -> tuple[tuple[str, ...], ...]:
+        """Round 1's early tiers verified ahead, in order."""
+        return tuple(t for t in (self.tier, self.late_tier) if t)
 
     def note(self) -> str:
         cut = (f"; {self.cut} request(s) still running when round 1 had waited for the "
@@ -90,17 +97,39 @@ class CompileAhead:
         self._queue: list[Candidate] = []
         self._unverified: list[Candidate] = []     # compiled, to verify once the tier is known
         self._tier: tuple[Task, tuple[str, ...], bool] | None = None
+        # the generated cases' tier, once they are made (``verify_from``'s ``late``)
+        self._late: Callable[[], tuple[Task, tuple[str, ...]] | None] | None = None
+        self._late_tier: tuple[Task, tuple[str, ...]] | None = None
+        self._passed_first: list[Candidate] = []   # passed the first tier, the late one to come
         self._proposed = self._compiled = self._verified = 0
         self._passed_at: dict[str, float] = {}
         self._start = 0.0
 
-    def verify_from(self, task: Task, tier: tuple[str, ...], second_pass: bool) -> None:
+    def verify_from(self, task: Task, tier: tuple[str, ...], second_pass: bool,
+                    late: Callable[[], tuple[Task, tuple[str, ...]] | None] | None = None) -> None:
         """From now on verify instead of only compiling: on ``tier`` of ``task`` (round 1's first,
-        with its ``second_pass``), the candidates compiled so far first."""
+        with its ``second_pass``), the candidates compiled so far first. ``late``: where
+        generated cases are still being made, round 1's second tier once they are (the task
+        they join and their tier; None until then): a candidate that passed the first tier is
+        verified there too, with round 1's own request, so that round 1 finds both answered.
+        On two H200s (engine d1cd3a8f2e36, 2026-11-28) fused_layernorm_triton had 16 candidates
+        through the first tier 50 s in, and its first verified candidate counted at 83 s: the
+        generated cases had joined as a second tier, which round 1 verified after the profile."""
         with self._cond:
             if tier:
                 self._tier = (task, tier, second_pass)
+                self._late = None if second_pass else late
             self._cond.notify_all()
+
+    def _late_ready(self) -> tuple[Task, tuple[str, ...]] | None:
+        """The late tier, once known (asked again until it is). Holds the lock."""
+        if self._late_tier is None and self._late is not None:
+            try:
+                self._late_tier = self._late()
+            except Exception as exc:  # noqa: BLE001 - verifying ahead is an optimization only
+                log.info("the generated cases' tier is not known ahead: %s", exc)
+                self._late = None
+        return self._late_tier
 
     def _next(self) -> tuple[str, Candidate] | None:
         """(compile | verify, the candidate), or None when there is nothing left to do; a
@@ -108,8 +137,13 @@ class CompileAhead:
         while not self._stop.is_set():
             if self._tier is not None:
                 pool = self._unverified or self._queue
-                return ("verify", pool.pop(0)) if pool else None
-            if self._queue:
+                if pool:
+                    return "verify", pool.pop(0)
+                if self._late is None:
+                    return None
+                if self._passed_first and self._late_ready() is not None:
+                    return "verify late", self._passed_first.pop(0)
+            elif self._queue:
                 return "compile", self._queue.pop(0)
             self._cond.wait(1.0)
         return None
@@ -148,6 +182,17 @@ class CompileAhead:
             if job is None:
                 return
             kind, cand = job
+            if kind == "verify late":
+                with self._cond:
+                    late = self._late_tier
+                if late is not None:
+                    # as round 1 asks its second, last early tier: no bare first calls (the first
+                    # tier made them), the second pass
+                    got = verify_request(ev, late[0], self.original, cand, late[1], False, True)
+                    if got.status is Status.OK:
+                        with self._cond:
+                            self._passed_at.setdefault(cand.hash, time.perf_counter())
+                continue
             if kind == "verify" and tier is not None:
                 task, case_ids, second_pass = tier
                 got = verify_request(ev, task, self.original, cand, case_ids, True, second_pass)
@@ -156,6 +201,9 @@ class CompileAhead:
                         self._verified += 1
                         if got.status is Status.OK and second_pass:
                             self._passed_at.setdefault(cand.hash, time.perf_counter())
+                        elif got.status is Status.OK and self._late is not None:
+                            self._passed_first.append(cand)
+                            self._cond.notify_all()
                 continue
             try:
                 done = ev.compile_ahead(self.task, (variant(self.original, "original"),
@@ -195,6 +243,7 @@ class CompileAhead:
         for t in self._threads:
             t.join()
         seconds = time.perf_counter() - self._start if self._start else 0.0
+        late = self._late_tier[1] if self._late_tier is not None and self._passed_at else ()
         return AheadReport(self._proposed, self._compiled, seconds, cut, self._verified,
                            tuple(self._passed_at.items()),
-                           self._tier[1] if self._tier is not None else ())
+                           self._tier[1] if self._tier is not None else (), late)

@@ -302,8 +302,10 @@ class Optimizer:
             + cost.seconds(cand.source, len(perf_ids()), new_cases())
             + cost.seconds(original.source, len(perf_ids()), new_cases()))
         if ahead is not None:
-            ahead.verify_from(task, *_first_tier(task, verify_ids, base,
-                                                 generated_coming=self.late_cases is not None))
+            first, last = _first_tier(task, verify_ids, base,
+                                      generated_coming=self.late_cases is not None)
+            ahead.verify_from(task, first, last, late=None if self.late_cases is None else
+                              _late_tier(task, verify_ids, base, first, self.late_cases))
         hardware = self._hardware()
         prestart = getattr(self.make_final_evaluator, "prestart", None)
         if callable(prestart):
@@ -337,7 +339,7 @@ class Optimizer:
             state = state.noted(report.note())
             self._emit("compile", compiled=report.compiled, message=report.note())
             early = [t for t in split_deferred(state.task, state.verify_tiers)[0] if t]
-            if early == [report.tier]:      # what passed ahead passed all of round 1's tiers
+            if early == list(report.tiers):   # what passed ahead passed all of round 1's tiers
                 verified_before = {h: at - start for h, at in report.passed_at}
         # the final check the rounds leave room for: its shortest (``FinalCheck._shortest``)
         # plus, while a split config is pending, its size dispatch (``_dispatch_reserve``)
@@ -624,6 +626,28 @@ def _first_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
     if not early:
         return (), False
     return early[0], len(early) == 1 and not generated_coming
+
+
+def _late_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
+               first: tuple[str, ...], late_cases: Callable[[], tuple[Case, ...]]
+               ) -> Callable[[], tuple[Task, tuple[str, ...]] | None]:
+    """For verifying ahead: once ``late_cases`` are made, (the task they join, round 1's second
+    tier), exactly as ``Optimizer._join_late`` will make them where they are made before round
+    1 (so that round 1's requests are those already answered); None before, or where they
+    would not make ``first`` and one tier of their own round 1's early tiers."""
+    def late() -> tuple[Task, tuple[str, ...]] | None:
+        if not _late_ready(late_cases):
+            return None
+        have = {c.id for c in task.cases}
+        made = tuple(c for c in late_cases() if c.id not in have)
+        if not made:
+            return None
+        joined = replace(task, cases=task.cases + made)
+        ids = tuple(cid for tier in verification_tiers(task, verify_ids, base) for cid in tier) \
+            + tuple(c.id for c in made)
+        early = [t for t in split_deferred(joined, verification_tiers(joined, ids, base))[0] if t]
+        return (joined, early[1]) if len(early) == 2 and early[0] == first else None
+    return late
 
 
 from ..model.serialize import register as _register  # noqa: E402
