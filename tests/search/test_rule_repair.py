@@ -170,3 +170,38 @@ def test_a_problem_dimension_is_no_tile_to_shrink():
         .replace("CHUNK=32,", "CHUNK=32, HEAD_DIM=64,")
     names = {x.name for x in find_literals(src) if x.kind == "block"}
     assert "CHUNK" in names and "HEAD_DIM" not in names
+
+
+def test_a_rounds_repair_verifies_its_fixes_on_the_cases_asked_while_there_is_time(tmp_path):
+    """``RoundStages._repair_failed`` sends each fix to the pool on the case ids it is given (the
+    round's early tiers: rounds.py passes those, never the deferred tier's large cases); once
+    ``in_time()`` says no more work may start, a fix is not sent at all and nothing is repaired."""
+    from types import SimpleNamespace
+
+    from tritonforge.config import Settings
+    from tritonforge.model import DeviceInfo, Evaluation, Failure, VariantResult
+    from tritonforge.search.stages import RoundStages
+
+    asked = []
+
+    def evaluate(task, variants, **kw):
+        asked.append(kw["case_ids"])
+        return Evaluation(task.name, tuple(VariantResult(v.name, v.hash, Status.OK)
+                                           for v in variants), DeviceInfo("cpu", True))
+
+    task = SimpleNamespace(name="t")
+    bad = Candidate(_matmul(64, 64, 8), "config-search")
+    failed = VariantResult("candidate", bad.hash, Status.COMPILE_ERROR, Failure(
+        Status.COMPILE_ERROR, "AssertionError: Input shapes should have M >= 1, N >= 1 and "
+        "K >= 16"))
+    ev = SimpleNamespace(evaluate=evaluate)
+    for in_time, fixed in ((lambda: True, 1), (lambda: False, 0)):
+        asked.clear()
+        st = RoundStages(task, Settings(device="cpu"), [ev], [], None, lambda s: None, 16, True)
+        history = []
+        got = st._repair_failed(task, Candidate(MATMUL, "original"), [bad], {bad.hash: failed},
+                                ("test", "p0"), _context(MATMUL), history, in_time)
+        assert len(got) == fixed
+        assert asked == ([("test", "p0")] if fixed else [])
+        if not fixed:
+            assert all(h.status is Status.SKIPPED for h in history) and history

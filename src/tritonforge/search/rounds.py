@@ -224,8 +224,14 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     env.emit("repair", round=round_, **counts(replace(state, history=tuple(history))))
     if env.in_time():
         with clock.phase("repair"):
+            # on the tiers every candidate of the round is verified on, while the round may
+            # still start work: a fix verified on every case (the deferred tier's large ones
+            # too) took 38 s of attention_llama's record, whose 1.063x best then found 4 s left
+            # for its final check (H200 pass, engine c064071456aa, 2026-11-28)
             good += st._repair_failed(state.task, state.original, cands, verified,
-                                      state.verify_ids, ctx, history)
+                                      tuple(cid for tier in split_deferred(
+                                          state.task, state.verify_tiers)[0] for cid in tier),
+                                      ctx, history, env.in_time)
     state = replace(state, history=tuple(history), notes=tuple(notes), tried=state.tried + len(cands))
     if good and state.first_verified_s is None:
         # a candidate verified ahead, while the original was measured, passed then, not now

@@ -266,12 +266,14 @@ class RoundStages:
 
     def _repair_failed(self, task: Task, original: Candidate, cands: list[Candidate],
                        verified: dict[str, VariantResult], case_ids: tuple[str, ...],
-                       ctx: ProposalContext, history: list[HistoryEntry]) -> list[Candidate]:
+                       ctx: ProposalContext, history: list[HistoryEntry],
+                       in_time: Callable[[], bool] = lambda: True) -> list[Candidate]:
         """Fault-aware repair of this round's failed candidates (``search.repair``).
 
         Rule repairs first, then each proposer's ``repair()``, up to ``llm_repair_attempts``
-        fixes per failed candidate; each fix is verified against the original like any candidate,
-        by the verification pool (one failed candidate per worker). Failed fixes go into
+        fixes per failed candidate; each fix is verified against the original on ``case_ids``
+        like any candidate, by the verification pool (one failed candidate per worker), while
+        ``in_time()`` says more work may start (after, a fix is SKIPPED). Failed fixes go into
         ``history`` (origin ``repair:...``); the fixes that verify are returned to join the
         round's timing. History is appended in candidate order, whatever order workers finish in.
         """
@@ -285,6 +287,8 @@ class RoundStages:
 
         def work(ev: Evaluator) -> None:
             def evaluate(fix: Candidate) -> tuple[Status, str]:
+                if not in_time():
+                    return Status.SKIPPED, "not verified: the round's time for repairs is spent"
                 if self.store:
                     self.store.put_candidate(task.name, fix)
                 r = ev.evaluate(task, (_variant(original, "original"), _variant(fix, "candidate")),
