@@ -175,10 +175,12 @@ def test_the_worker_making_late_cases_is_not_a_spare_one(monkeypatch):
     opt.timer = SimpleNamespace(device="cuda")
     opt.interpreted, opt.ahead_proposers, opt.progress = False, ["p"], None
     opt.stages = SimpleNamespace(per_round=16)
+    from tritonforge.model import Case, CaseRole, SpecCall, Task
+    task = Task("t", "x = 0\n", ("f",), (Case("c", CaseRole.CORRECTNESS, SpecCall("f")),), "test")
     opt.late_cases = lambda: ()
-    opt._compile_ahead(None, None)
+    opt._compile_ahead(task, None)
     opt.late_cases = None
-    opt._compile_ahead(None, None)
+    opt._compile_ahead(task, None)
     assert got == [["w1", "w2"], ["w1", "w2", "w3"]]
     made = ahead_proposers(Settings())
     assert len(made) == 1 and isinstance(made[0], ConfigSearchProposer) and made[0].share == 1.0

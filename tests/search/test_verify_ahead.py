@@ -211,3 +211,13 @@ def test_an_untimed_request_is_keyed_by_the_cases_it_runs(tmp_path):
     assert key(TASK, True) != key(grown, True)              # a timed request checks any case
     assert key(TASK, False, None) != key(grown, False, None)
     assert key(TASK, False, ("test",)) != key(TASK, False, ("test", "p0"))
+
+
+def test_a_candidate_compiled_ahead_compiles_for_five_performance_cases_spread_over_the_range():
+    from tritonforge.search.cases import AHEAD_PERF_CASES, ahead_cases
+
+    perf = tuple(dataclasses.replace(CASES[1], id=f"perf-{i:02d}") for i in range(10))
+    task = dataclasses.replace(TASK, cases=(CASES[0],) + perf)
+    assert ahead_cases(task) == ("test", "perf-00", "perf-01", "perf-05", "perf-08", "perf-09")
+    few = dataclasses.replace(TASK, cases=(CASES[0],) + perf[:AHEAD_PERF_CASES])
+    assert ahead_cases(few) is None                      # every case, as before

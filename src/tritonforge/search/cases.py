@@ -154,6 +154,26 @@ def profile_case(search_ids: tuple[str, ...], baseline: VariantResult) -> str | 
     return min(timed, key=lambda cid: abs(math.log(times[cid] / PROFILE_TARGET_MS)))
 
 
+AHEAD_PERF_CASES = 5      # performance cases a candidate compiled ahead compiles for, at most
+
+
+def ahead_cases(task: Task) -> tuple[str, ...] | None:
+    """The cases a candidate compiled ahead of round 1 compiles for (``search.ahead``; None: all):
+    where the task has more than ``AHEAD_PERF_CASES`` performance cases, its correctness cases
+    and five performance cases spread over its range, in the perf scripts' order (their sizes
+    ascend): the two first (round 1 verifies on the quickest), the middle one and the two last
+    (the search times the longest, the quickest and the middle: ``representative_cases``). A
+    kernel whose tile follows the size compiles anew for every size: max_reduction's candidates
+    compiled 47 kernels in 44-47 s each, and 2 of 16 were compiled ahead in the 76 s before
+    round 1 (H200 pass, engine c064071456aa, 2026-11-28). A case guessed wrong compiles where
+    it first runs, as every case did before."""
+    perf = [c.id for c in task.performance_cases]
+    if len(perf) <= AHEAD_PERF_CASES:
+        return None
+    picked = {perf[0], perf[1], perf[len(perf) // 2], perf[-2], perf[-1]}
+    return tuple(c.id for c in task.cases if c.role is not CaseRole.PERFORMANCE or c.id in picked)
+
+
 def representative_cases(task: Task, baseline: VariantResult, count: int = 2) -> tuple[str, ...]:
     """The ``count`` performance cases where the original takes longest (they dominate the
     speedup's sum), then the quickest case and the one nearest the geometric middle of the range.

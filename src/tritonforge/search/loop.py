@@ -35,7 +35,8 @@ from .budget import (
 from .cascade import variant as _variant
 from .cases import (  # noqa: F401 - re-exported: callers and tests import them from here
     INTERPRETER_MAX_CANDIDATES, INTERPRETER_MAX_ELEMENTS, INTERPRETER_MAX_ROUNDS,
-    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, baseline_without_crashes, interpreter_cases,
+    SLIVER_RETIMED, _kernels_a_sliver, _sliver_retimed, ahead_cases, baseline_without_crashes,
+    interpreter_cases,
     largest_performance_case, profile_case,
     representative_cases, restrict_to_runnable, search_verification_cases, split_deferred,
     verification_tiers,
@@ -254,7 +255,7 @@ class Optimizer:
         if not spare or not self.ahead_proposers or self.interpreted:
             return None
         ahead = CompileAhead(spare, task, original, self.ahead_proposers, self.per_round,
-                             HardwareInfo(self.timer.device, False))
+                             HardwareInfo(self.timer.device, False), ahead_cases(task))
         self._emit("compile", message="compiling likely first candidates ahead")
         ahead.start()
         return ahead
