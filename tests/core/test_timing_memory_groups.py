@@ -104,3 +104,34 @@ def test_a_variant_that_does_not_fit_beside_the_reference_alone_fails_oom(tmp_pa
     assert not broken
     assert evaluation.result("original").status is Status.OK
     assert {evaluation.result(f"c{i}").status for i in range(2)} == {Status.OOM}
+
+
+def test_on_a_gpu_the_next_variant_waits_where_free_memory_is_under_twice_the_last_build(monkeypatch):
+    """The device-memory branch of ``_build_fitting`` (only on "cuda"), with the CUDA allocator's
+    counters played by a fake device of 100 units, where each build takes 20: the reference and
+    three more fit (20 left after the fourth is under 2 x 20), the rest wait for the next group;
+    the allocator's unused blocks (reserved, not allocated) count as free."""
+    from types import SimpleNamespace
+
+    device = {"allocated": 0, "reserved": 0, "total": 100}
+
+    class Builder:
+        def build(self, module, case, seed):
+            device["allocated"] += 20
+            device["reserved"] = max(device["reserved"], device["allocated"])
+            return SimpleNamespace(timed=lambda: None)
+
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: device["allocated"])
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: device["reserved"])
+    monkeypatch.setattr(torch.cuda, "mem_get_info",
+                        lambda *a: (device["total"] - device["reserved"], device["total"]))
+    states = [worker_evaluate._State(Variant(f"v{i}", "x = 1\n", f"v{i}")) for i in range(6)]
+    case = SimpleNamespace(id="p")
+    built, waiting = worker_evaluate._build_fitting(states, states[0], Builder(), case, 0, {}, {},
+                                                    True, "cuda")
+    assert built == states[:4] and waiting == states[4:]
+    # the group's inputs freed (the allocator keeps its blocks): the next group fits again
+    device["allocated"] = 0
+    built, waiting = worker_evaluate._build_fitting([states[0]] + waiting, states[0], Builder(),
+                                                    case, 0, {}, {}, True, "cuda")
+    assert built == [states[0]] + states[4:] and waiting == []
