@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 # a request is killed this many seconds before its record's cap, leaving the record time to end
 # (the worker killed, the results written) by the cap itself
 CUT_MARGIN_S = 3.0
+# a worker's start (Python, torch, CUDA): 5-6 s on an H100, 8-12 s on a loaded host; a request
+# whose worker is not running is not sent less than this long before its deadline
+WORKER_START_S = 6.0
 # a timed request's cases aim to end this long before it would be killed: what follows the
 # timing (the check of the bare call after it, 0.3-3.3 s on an H100; the results' way back)
 TIMING_END_MARGIN_S = 5.0
@@ -68,7 +71,7 @@ class PrestartedEvaluators:
     begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
     disturb it; under shards it takes the GPU lock as untimed work does); a call
     returns that one once started, or, with none waiting, a new one that starts on first use as
-    before. A start that fails in the background is left to ``Worker.evaluate``, which starts it
+    before; either way the next one starts then. A start that fails in the background is left to ``Worker.evaluate``, which starts it
     again and reports its failure as a result."""
 
     def __init__(self, make: Callable[[], "Evaluator"]):
@@ -109,10 +112,18 @@ class PrestartedEvaluators:
         return evaluator
 
     def __call__(self) -> "Evaluator":
+        """A fresh evaluator: the one started ahead, else a new one; and the next one starts
+        now, ahead of the check that may follow (a runner-up's, a twin run, the next record's).
+        On two H200s (engine d1cd3a8f2e36, 2026-11-28) each fresh-process check after a
+        record's first waited 10-12 s for its worker to start: cosine_compute's runner-up then
+        found 9 s left of the 14 s it needed, and attention_fwd_triton3's fourth twin run
+        started its worker 10 s before the cap and ended the record 3 s past it."""
         evaluator = self._take()
         if evaluator is None:
-            return self._make()
-        self.prestarted += 1
+            evaluator = self._make()
+        else:
+            self.prestarted += 1
+        self.prestart()
         return evaluator
 
     def close(self) -> None:
@@ -220,7 +231,8 @@ class Evaluator:
                 rejected = {**rejected, **hung}
                 request = dataclasses.replace(
                     request, variants=tuple(v for v in request.variants if v.name not in hung))
-        if mode and request.variants and (self._deadline() or float("inf")) > monotonic():
+        no_room = mode and request.variants and not self._room_to_start()
+        if mode and request.variants and not no_room:
             self.worker.ensure_started()    # its start is no GPU work: not under the lock
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
@@ -230,7 +242,7 @@ class Evaluator:
             deadline = self._deadline()
             if not request.variants:
                 evaluation, cut = None, False
-            elif deadline is not None and deadline <= monotonic():
+            elif no_room or deadline is not None and deadline <= monotonic():
                 evaluation, cut = self._unsent(request), True      # no time: never started
             else:
                 end_by = _end_by(deadline, end_within_s) if request.time else None
@@ -249,6 +261,16 @@ class Evaluator:
         request cost seconds apiece)."""
         device = self.worker.info or DeviceInfo(self.device, self.device == "cpu")
         return cut_evaluation(request, device, f"{CUT_REASON}: not started")
+
+    def _room_to_start(self) -> bool:
+        """Whether a request may be sent now: before its deadline (``_deadline``) and, where the
+        worker is not running, ``WORKER_START_S`` before it (a start that would end past the
+        record's cap is not begun)."""
+        deadline = self._deadline()
+        if deadline is None:
+            return True
+        need = 0.0 if self.worker.alive() else WORKER_START_S
+        return deadline - monotonic() > need
 
     def _deadline(self) -> float | None:
         """When a request sent now is killed (``monotonic()``): ``CUT_MARGIN_S`` before the
