@@ -71,8 +71,10 @@ class PrestartedEvaluators:
     begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
     disturb it; under shards it takes the GPU lock as untimed work does); a call
     returns that one once started, or, with none waiting, a new one that starts on first use as
-    before; either way the next one starts then. A start that fails in the background is left to ``Worker.evaluate``, which starts it
-    again and reports its failure as a result."""
+    before. The next one is not started as one is handed out: its start takes the GPU lock
+    shared, and the check just handed out would wait for it to time. A start that fails in the
+    background is left to ``Worker.evaluate``, which starts it again and reports its failure as
+    a result."""
 
     def __init__(self, make: Callable[[], "Evaluator"]):
         self._make = make
@@ -112,18 +114,10 @@ class PrestartedEvaluators:
         return evaluator
 
     def __call__(self) -> "Evaluator":
-        """A fresh evaluator: the one started ahead, else a new one; and the next one starts
-        now, ahead of the check that may follow (a runner-up's, a twin run, the next record's).
-        On two H200s (engine d1cd3a8f2e36, 2026-11-28) each fresh-process check after a
-        record's first waited 10-12 s for its worker to start: cosine_compute's runner-up then
-        found 9 s left of the 14 s it needed, and attention_fwd_triton3's fourth twin run
-        started its worker 10 s before the cap and ended the record 3 s past it."""
         evaluator = self._take()
         if evaluator is None:
-            evaluator = self._make()
-        else:
-            self.prestarted += 1
-        self.prestart()
+            return self._make()
+        self.prestarted += 1
         return evaluator
 
     def close(self) -> None:
@@ -231,8 +225,10 @@ class Evaluator:
                 rejected = {**rejected, **hung}
                 request = dataclasses.replace(
                     request, variants=tuple(v for v in request.variants if v.name not in hung))
-        no_room = mode and request.variants and not self._room_to_start()
-        if mode and request.variants and not no_room:
+        if mode and request.variants and not self._room_to_start():
+            # no time to start its worker: never sent, and no lock waited for
+            return self._merge_rejections(task, variants, self._unsent(request), rejected)
+        if mode and request.variants:
             self.worker.ensure_started()    # its start is no GPU work: not under the lock
         if mode:
             trace_progress(request, f"{purpose}: waiting for the GPU lock ({mode})")
@@ -242,7 +238,7 @@ class Evaluator:
             deadline = self._deadline()
             if not request.variants:
                 evaluation, cut = None, False
-            elif no_room or deadline is not None and deadline <= monotonic():
+            elif deadline is not None and deadline <= monotonic():
                 evaluation, cut = self._unsent(request), True      # no time: never started
             else:
                 end_by = _end_by(deadline, end_within_s) if request.time else None
