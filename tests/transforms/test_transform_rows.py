@@ -102,3 +102,33 @@ def test_elements_must_be_a_power_of_two():
 
     with pytest.raises(TransformError, match="power of two"):
         R.apply(S.ROW_SQNORM, elements=1000)
+
+
+WIDE = SOFTMAX.replace("    row = tl.program_id(0)\n", "    row = tl.program_id(0).to(tl.int64)\n")
+
+
+@pytest.mark.parametrize("rows", [1, 5, 16])
+def test_a_row_index_cast_to_int64_stays_cast_and_gives_the_same_values(load, rows):
+    """``row = tl.program_id(0).to(tl.int64)`` (kldiv_ops, logsumexp_fwd: row * stride cannot
+    overflow on a large tensor) is a row kernel too; the rows are computed in int64."""
+    import torch
+
+    out = R.apply(WIDE, elements=256)
+    assert "row = (tl.program_id(0).to(tl.int64) * ROWS_PER_PROGRAM + " \
+           "tl.arange(0, ROWS_PER_PROGRAM))[:, None]" in out
+    assert "tl.load(scale_ptr + row, mask=_tf_row_ok)" in out
+    g = torch.Generator().manual_seed(rows)
+    x, scale = torch.randn(rows, 37, generator=g), torch.rand(rows, generator=g) + 0.5
+    torch.testing.assert_close(_run(load, out, x, scale), _run(load, WIDE, x, scale),
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("source, reason", [
+    (WIDE.replace("    X += row * stride\n", "    X += row * stride\n    row = row + 0\n"),
+     "exactly once into a name"),
+    (WIDE.replace("    cols = tl.arange(0, BLOCK)\n", "    cols = row * BLOCK + tl.arange(0, BLOCK)\n"),
+     "a larger block does the same"),
+])
+def test_a_cast_row_index_is_refused_where_reassigned_or_tiled_by_the_width(source, reason):
+    v = R.applies(analyze_source(source))
+    assert not v.ok and reason in v.reason, v.reason

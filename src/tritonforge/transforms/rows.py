@@ -21,7 +21,7 @@ tile the kernel's ``tl.arange`` bounds take there: ``max(1, elements // width)``
 when the width is one), so a long row keeps one row per program.
 
 It applies only to the plain pattern, where that is the same computation: the program id read once
-into a name (``row = tl.program_id(0)``) never reassigned; a body of plain statements (no loop,
+into a name (``row = tl.program_id(0)``, or ``.to(tl.int64)`` of it) never reassigned; a body of plain statements (no loop,
 branch, or return but a bare one at the end); no reshapes or dots; reductions written as
 ``tl.sum/max/min/argmax/argmin(x[, axis=0])``; every store through a row-dependent pointer; and a
 launch whose grid is read by ``_tiles.tiles_of`` with a tile width computed without side effects.
@@ -101,13 +101,47 @@ def _body(analysis: SourceAnalysis, k: KernelInfo) -> list[ast.stmt] | str:
 Tiles = list[tuple[str, ...]]     # each tile's widths (constexpr names), one per axis
 
 
-def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, Tiles, int] | str:
-    """(the row variable, the tiles, their rank: 1 or 2) or why the kernel does not fit."""
+def _cast_row(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, str] | None:
+    """(the name, the dtype) of ``name = tl.program_id(0).to(dtype)`` as a statement of the
+    kernel's body, the name assigned nowhere else: the row index widened (``tl.int64``, so that
+    ``row * stride`` cannot overflow on a large tensor), as kldiv_ops and logsumexp_fwd write it,
+    which the analysis's program-id variables (plain ``tl.program_id(axis)``) do not read."""
+    body = _body(analysis, k)
+    if isinstance(body, str):
+        return None
+    for stmt in body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        v = stmt.value
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "to"
+                and len(v.args) == 1 and not v.keywords and isinstance(v.func.value, ast.Call)
+                and _call_name(v.func.value) == "program_id"):
+            continue
+        axis = v.func.value.args[0] if v.func.value.args else next(
+            (kw.value for kw in v.func.value.keywords if kw.arg == "axis"), None)
+        if not (isinstance(axis, ast.Constant) and axis.value == 0):
+            continue
+        name = stmt.targets[0].id
+        assigned = sum(1 for s in body for n in ast.walk(s)
+                       if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                       for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                       for m in ast.walk(t) if isinstance(m, ast.Name) and m.id == name)
+        return (name, ast.unparse(v.args[0])) if assigned == 1 else None
+    return None
+
+
+def _check_kernel(analysis: SourceAnalysis, k: KernelInfo
+                  ) -> tuple[str, Tiles, int, str | None] | str:
+    """(the row variable, the tiles, their rank: 1 or 2, the dtype the program id is cast to
+    where it is: ``_cast_row``) or why the kernel does not fit."""
     pid = [v for v in k.pid_vars if v.axis == 0]
-    if k.program_id_calls != (0,) or not pid:
+    cast = _cast_row(analysis, k) if not pid and k.program_id_calls == (0,) else None
+    if k.program_id_calls != (0,) or not (pid or cast):
         return f"{k.name} does not read tl.program_id(0) exactly once into a name"
-    if pid[0].reassigned:
+    if pid and pid[0].reassigned:
         return f"{k.name} reassigns {pid[0].name}"
+    row = pid[0].name if pid else cast[0]
     if k.autotune is not None or k.heuristics:
         return f"{k.name} is autotuned or has heuristics: the tile width is chosen after the launch"
     taken = {ROWS, COUNT, OK} & (set(k.body_names) | set(k.param_names))
@@ -163,7 +197,7 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, Tiles, 
         return f"{k.name} has no tl.arange tile"
     tiles: Tiles = [(w,) for w in widths]
     if indexed:
-        shapes = body_shapes(body, pid[0].name)
+        shapes = body_shapes(body, row)
         if isinstance(shapes, str):
             return f"{k.name} has {shapes}"
         if shapes.reduction_line is not None:
@@ -171,10 +205,16 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, Tiles, 
                    "leading row axis would move the reduced axis"
         tiles = list(shapes.tiles)
     tiled = [t.name for t in k.tiled_constexprs if t.name in widths]
+    if cast:        # the analysis reads ``pid * BLOCK`` of plain program-id variables only
+        tiled += [w for stmt in body for n in ast.walk(stmt)
+                  if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+                  for a, b in ((n.left, n.right), (n.right, n.left))
+                  if isinstance(a, ast.Name) and a.id == row and isinstance(b, ast.Name)
+                  for w in [b.id] if w in widths]
     if tiled:
         return f"{k.name} tiles its program id by {tiled[0]}, its tl.arange width: a larger " \
                "block does the same (constexpr_override)"
-    dependent = {pid[0].name}
+    dependent = {row}
     for stmt in body:
         for n in ast.walk(stmt):
             if isinstance(n, ast.Call) and _call_name(n) == "store" and n.args \
@@ -187,7 +227,7 @@ def _check_kernel(analysis: SourceAnalysis, k: KernelInfo) -> tuple[str, Tiles, 
                 else [getattr(stmt, "target", None)]
             dependent |= {n.id for t in targets if t is not None for n in ast.walk(t)
                           if isinstance(n, ast.Name)}
-    return pid[0].name, tiles, 2 if indexed else 1
+    return row, tiles, 2 if indexed else 1, cast[1] if cast else None
 
 
 def _launch_problem(analysis: SourceAnalysis, k: KernelInfo, shapes: Tiles) -> str | None:
@@ -329,10 +369,10 @@ class RowsPerProgram(Transform):
             raise TransformError(f"{self.name}: elements={elements!r} must be a power of two > 1")
         targets, _ = self._targets(analysis, kernel)
         tl = "tl" if "tl" in analysis.module_names else "triton.language"
-        for k, row, _, rank in sorted(targets, key=lambda t: -t[0].span.line):
-            source = edit_kernel(source, k, {},
-                                 whole=lambda fn, row=row, rank=rank: _lift(fn, row, tl, rank))
-        return self._launches(source, [(k.name, tiles) for k, _, tiles, _ in targets], elements)
+        for k, row, _, rank, cast in sorted(targets, key=lambda t: -t[0].span.line):
+            source = edit_kernel(source, k, {}, whole=lambda fn, row=row, rank=rank, cast=cast:
+                                 _lift(fn, row, tl, rank, cast))
+        return self._launches(source, [(k.name, tiles) for k, _, tiles, _, _ in targets], elements)
 
     def _launches(self, source: str, kernels: list[tuple[str, Tiles]], elements: int) -> str:
         fresh = analyze_source(source)
@@ -362,9 +402,11 @@ class RowsPerProgram(Transform):
         return replace(module, edits).code
 
 
-def _lift(fn: cst.FunctionDef, row: str, tl: str, rank: int) -> cst.FunctionDef:
+def _lift(fn: cst.FunctionDef, row: str, tl: str, rank: int,
+          cast: str | None = None) -> cst.FunctionDef:
     """The kernel with ``row`` a column of rows (``[R, 1]``, or ``[R, 1, 1]`` beside 2-D tiles)
-    and every statement after it rewritten."""
+    and every statement after it rewritten; a program id cast to ``cast`` stays cast (the rows
+    computed in that type)."""
     body = list(fn.body.body)
     at = next(i for i, s in enumerate(body)
               if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
@@ -372,8 +414,9 @@ def _lift(fn: cst.FunctionDef, row: str, tl: str, rank: int) -> cst.FunctionDef:
               and isinstance(s.body[0].targets[0].target, cst.Name)
               and s.body[0].targets[0].target.value == row)
     first = body[at]
+    pid = f"{tl}.program_id(0)" + (f".to({cast})" if cast else "")
     lifted = first.with_changes(body=[first.body[0].with_changes(value=cst.parse_expression(
-        f"({tl}.program_id(0) * {ROWS} + {tl}.arange(0, {ROWS}))[:{', None' * rank}]"))])
+        f"({pid} * {ROWS} + {tl}.arange(0, {ROWS}))[:{', None' * rank}]"))])
     ok = cst.parse_statement(f"{OK} = {row} < {COUNT}\n")
     dependent = {row}
     rest = []
