@@ -345,10 +345,12 @@ def test_kernels_the_profile_never_saw_launched_wait_until_those_it_saw_are_spen
     # without a profile both are served in turn
     both = ConfigSearchProposer().propose(_context(task, src, budget=6))
     assert kernels(both) == {"scale_shift", "scale_shift_bwd"}
-    # once the launched kernel's configs are spent, the other's fill the round
+    # once the launched kernel's configs are spent, the other's take at most COLD_SHARE of the
+    # call's budget (3 of 20), not the rest of the round
     rest = ConfigSearchProposer().propose(dataclasses.replace(_context(task, src, budget=20),
                                                               profile=profile))
     assert [c.description.endswith("(scale_shift_bwd)") for c in rest].index(True) == 14
+    assert len(rest) == 14 + 3 and kernels(rest[14:]) == {"scale_shift_bwd"}
 
 
 def test_a_branch_round_proposes_configs_already_proposed_from_the_incumbent(tmp_path):

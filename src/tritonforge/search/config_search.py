@@ -25,7 +25,8 @@ heuristics, change nothing): those configs scale what the code computes instead
 (``search.scaled_configs``), nearest first, each proposed once.
 
 Launch sites and lists of scaled configs are served in turn (round-robin), those of kernels the
-profile saw launched first.
+profile saw launched first, and the others only for ``COLD_SHARE`` of a call's budget once those
+are spent.
 Asked before the rules (``compose.build_proposers``), it takes ``share`` of the round's budget
 (``Settings.config_search_share``) and leaves the rest to them; what they leave unfilled it tops
 up (``top_up``, asked by ``search.stages.RoundStages._propose``).
@@ -58,6 +59,12 @@ PER_TILE = 3                # configs per tile combination in one round, before 
 NEAR_BEST = 0.6             # weight of a measured gain on its neighbours' rank (per log2 speedup)
 NEAR_FAILED = 0.3           # penalty of a failure on its neighbours' rank
 CONFIG_ONLY_SHARE = 0.85    # of a round of configuration search alone (14 of 16): the rest first
+# Of a call's budget, what the launch sites of kernels the profile never saw launched may take
+# once those it saw are spent (where it saw some of the sites'): layer_norm_ops' round 1 (H200
+# pass, engine c064071456aa, 2026-11-28) was 12 configs of its backward kernel, which the
+# forward entry never launches, all within noise of 1.000x, in an 88 s timing that left no
+# room for a second round.
+COLD_SHARE = 0.125
                             # to the rules' host-side moves, then back to it (a top-up)
 
 
@@ -283,6 +290,9 @@ class ConfigSearchProposer:
         out: list[Candidate] = []
         source = context.incumbent.source
         for lanes in (hot, cold):
+            if lanes is cold and hot:
+                # at most a few: a kernel the profiled case never launched changes nothing there
+                budget = min(budget, len(out) + max(1, math.ceil(budget * COLD_SHARE)))
             depth = 0
             while len(out) < budget and any(depth < len(lane) for lane in lanes):
                 for lane in lanes:
