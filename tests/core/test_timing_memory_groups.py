@@ -135,3 +135,24 @@ def test_on_a_gpu_the_next_variant_waits_where_free_memory_is_under_twice_the_la
     built, waiting = worker_evaluate._build_fitting([states[0]] + waiting, states[0], Builder(),
                                                     case, 0, {}, {}, True, "cuda")
     assert built == [states[0]] + states[4:] and waiting == []
+
+
+def test_groups_share_their_cases_time_and_stop_where_the_reference_failed_the_case():
+    """The case's share of the time left is split among the groups still owed
+    (``_groups_after``); no group is timed without the reference once it failed the case; a
+    group timed another way adds no samples to the reference's timing."""
+    from tritonforge.model import Failure, Timing, TimingMethod
+
+    states = [worker_evaluate._State(Variant(f"v{i}", "x = 1\n", f"v{i}")) for i in range(7)]
+    ref = states[0]
+    assert worker_evaluate._groups_after(states[:3], states[3:]) == 2     # 4 left, 2 a group
+    assert worker_evaluate._groups_after(states[:3], []) == 0
+    assert worker_evaluate._next_group(ref, states[3:], "p") == [ref] + states[3:]
+    ref.fail(Failure(Status.CRASH, "illegal memory access", case_id="p"), True)
+    assert worker_evaluate._next_group(ref, states[3:], "p") is None
+    assert worker_evaluate._next_group(ref, states[3:], "q") == [ref] + states[3:]
+    events, graphs = TimingMethod.CUDA_EVENTS_PACED, TimingMethod.CUDA_GRAPH
+    worker_evaluate._add_samples(ref, Timing("q", "v0", events, (1.0, 1.1)))
+    worker_evaluate._add_samples(ref, Timing("q", "v0", events, (1.2,)))
+    worker_evaluate._add_samples(ref, Timing("q", "v0", graphs, (0.5,)))
+    assert [t.samples_ms for t in ref.timings] == [(1.0, 1.1, 1.2)]

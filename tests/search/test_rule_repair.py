@@ -175,7 +175,8 @@ def test_a_problem_dimension_is_no_tile_to_shrink():
 def test_a_rounds_repair_verifies_its_fixes_on_the_cases_asked_while_there_is_time(tmp_path):
     """``RoundStages._repair_failed`` sends each fix to the pool on the case ids it is given (the
     round's early tiers: rounds.py passes those, never the deferred tier's large cases); once
-    ``in_time()`` says no more work may start, a fix is not sent at all and nothing is repaired."""
+    ``in_time()`` says no more work may start, no failed candidate is taken up: nothing is
+    proposed, sent or repaired."""
     from types import SimpleNamespace
 
     from tritonforge.config import Settings
@@ -204,4 +205,18 @@ def test_a_rounds_repair_verifies_its_fixes_on_the_cases_asked_while_there_is_ti
         assert len(got) == fixed
         assert asked == ([("test", "p0")] if fixed else [])
         if not fixed:
-            assert all(h.status is Status.SKIPPED for h in history) and history
+            assert history == []           # no fix proposed once the time is spent
+
+
+def test_a_fix_not_run_for_want_of_time_ends_the_repair():
+    """A SKIPPED fix (the round's time spent) is no error to repair from: the repair stops
+    there instead of asking for the next fix."""
+    bad = Candidate(_matmul(64, 64, 8), "config-search")
+    sent = []
+
+    def evaluate(fix):
+        sent.append(fix)
+        return Status.SKIPPED, "not verified: the round's time for repairs is spent"
+    outcome = repair_candidate(bad, Status.COMPILE_ERROR, "AssertionError: Input shapes should "
+                               "have M >= 1, N >= 1 and K >= 16", [], _context(MATMUL), 3, evaluate)
+    assert len(sent) == 1 and not outcome.repaired and "stopped after 1 attempt" in outcome.stop_reason

@@ -221,3 +221,31 @@ def test_a_candidate_compiled_ahead_compiles_for_five_performance_cases_spread_o
     assert ahead_cases(task) == ("test", "perf-00", "perf-01", "perf-05", "perf-08", "perf-09")
     few = dataclasses.replace(TASK, cases=(CASES[0],) + perf[:AHEAD_PERF_CASES])
     assert ahead_cases(few) is None                      # every case, as before
+
+
+def test_generated_cases_that_make_no_tier_of_their_own_end_the_wait(tmp_path):
+    """Made, but none new (or not a tier of their own): the spare workers stop waiting for a
+    second tier and end once the first is verified, with no stop asked."""
+    from tritonforge.search.loop import _late_tier
+
+    class NoneMade:
+        def ready(self):
+            return True
+
+        def __call__(self):
+            return ()
+
+    store, sent = RunStore(tmp_path / "s.sqlite"), []
+    spare = [_evaluator(tmp_path, store, sent, "w0")]
+    ahead = CompileAhead(spare, TASK, ORIGINAL, [Proposes(2)], 2, HardwareInfo("cpu", True))
+    ids = ("test", "p0", "p1")
+    tier, last = _first_tier(TASK, ids, _base(), generated_coming=True)
+    assert _late_tier(TASK, ids, _base(), tier, NoneMade())() == ()
+    ahead.start()
+    ahead.verify_from(TASK, tier, last, late=_late_tier(TASK, ids, _base(), tier, NoneMade()))
+    for t in ahead._threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in ahead._threads)
+    report = ahead.stop()
+    assert report.tiers == (("test", "p0"),) and report.passed_at == ()
+    store.close()

@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 # (the worker killed, the results written) by the cap itself
 CUT_MARGIN_S = 3.0
 # a worker's start (Python, torch, CUDA): 5-6 s on an H100, 8-12 s on a loaded host; a request
-# whose worker is not running is not sent less than this long before its deadline
-WORKER_START_S = 6.0
+# whose worker is not running is not sent less than this long before its deadline (itself
+# CUT_MARGIN_S before the cap): attention_fwd_triton3's fourth twin run started its worker 10 s
+# before the cap and ended the record 3 s past it (two H200s, engine d1cd3a8f2e36, 2026-11-28)
+WORKER_START_S = 12.0
 # a timed request's cases aim to end this long before it would be killed: what follows the
 # timing (the check of the bare call after it, 0.3-3.3 s on an H100; the results' way back)
 TIMING_END_MARGIN_S = 5.0

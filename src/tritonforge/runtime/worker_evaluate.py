@@ -304,7 +304,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                     return _finish(task, states, device, []), True
                 fns = {n: f for n, f in fns.items() if by_name_ok(n)}
                 if not fns:
-                    group = _next_group(reference, waiting)
+                    group = _next_group(reference, waiting, case.id)
                     continue
                 kept = TimedCalls()
                 varieds = _varying(fns, invocations)
@@ -313,7 +313,8 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                         {n: kept.keeping(n, f, dict(iter_tensors(invocations[n].arguments, "arg")),
                                          reference=n == reference.variant.name)
                          for n, f in fns.items()},
-                        case_plan(request.timing, request.end_by, len(order) - position), dev,
+                        case_plan(request.timing, request.end_by,
+                                  len(order) - position + _groups_after(group, waiting)), dev,
                         progress=lambda name, cid=case.id: report(Progress("time", name, cid)),
                         vary={n: v.step for n, v in varieds.items()})
                 except BaseException as exc:  # noqa: BLE001 - attribute to the variant in flight
@@ -323,7 +324,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                     culprit.fail(failure, keep)
                     if broken:
                         return _finish(task, states, device, []), True
-                    group = _next_group(reference, waiting)
+                    group = _next_group(reference, waiting, case.id)
                     continue
                 _out_of_step(kept, varieds, reference.variant.name)
                 try:
@@ -339,7 +340,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                                 task.name, case.id, exc)
                     wrong_when_timed = {}
                 finally:
-                    if kept.grew:
+                    if kept.grew and case.id not in grew:
                         grew.append(case.id)
                     kept.clear()
                 by_name = {s.variant.name: s for s in timed}
@@ -353,7 +354,7 @@ def evaluate_request(request: EvaluateRequest, device: DeviceInfo, module_dir: P
                 # far slower on this case: not timed on the next ones (the per-case regression limit
                 # rejects it already; a candidate 100x slower on a 350 ms case cost minutes, H100)
                 hopeless |= far_slower(samples, states[0].variant.name, request.timing.abandon_slower)
-                group = _next_group(reference, waiting)
+                group = _next_group(reference, waiting, case.id)
     if request.time and len(states) > 1 and reference.failure is None:
         marks.append(("shipped check", time.perf_counter()))
         _check_after_timing(states, task, builder, dev, report, _nonce(request))
@@ -410,21 +411,34 @@ def _device_free() -> int:
     return torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
 
-def _next_group(reference: _State, waiting: list[_State]) -> list[_State] | None:
-    """The variants a case's timing still owes (``_build_fitting``), beside the reference."""
-    if not waiting or reference.failure is not None:
+def _next_group(reference: _State, waiting: list[_State],
+                case_id: str | None = None) -> list[_State] | None:
+    """The variants a case's timing still owes (``_build_fitting``), beside the reference; none
+    once the reference failed, on the request or on this case (nothing to judge them against)."""
+    if not waiting or reference.failure is not None or \
+            (case_id is not None and not reference.case_ok(case_id)):
         return None
     return [reference] + waiting
 
 
 def _add_samples(st: _State, timing: Timing) -> None:
     """Record ``timing``; the reference timed in several groups on one case keeps one timing
-    with every group's samples."""
+    with every group's samples taken the same way (a group timed another way, CUDA graphs
+    against events, adds none: its samples would not be comparable)."""
     for i, t in enumerate(st.timings):
         if t.case_id == timing.case_id:
-            st.timings[i] = Timing(t.case_id, t.variant, t.method, t.samples_ms + timing.samples_ms)
+            if t.method == timing.method:
+                st.timings[i] = Timing(t.case_id, t.variant, t.method,
+                                       t.samples_ms + timing.samples_ms)
             return
     st.timings.append(timing)
+
+
+def _groups_after(group: list[_State], waiting: list[_State]) -> int:
+    """About how many more groups the case's timing owes after ``group`` (``_build_fitting``):
+    the case's share of the time left is split among its groups, not taken by each."""
+    per = max(len(group) - 1, 1)
+    return -(-len(waiting) // per)
 
 
 def _varying(fns: dict[str, Callable[[], object]], invocations: dict[str, Any]) -> dict[str, VariedInputs]:

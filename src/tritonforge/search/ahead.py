@@ -98,7 +98,7 @@ class CompileAhead:
         self._unverified: list[Candidate] = []     # compiled, to verify once the tier is known
         self._tier: tuple[Task, tuple[str, ...], bool] | None = None
         # the generated cases' tier, once they are made (``verify_from``'s ``late``)
-        self._late: Callable[[], tuple[Task, tuple[str, ...]] | None] | None = None
+        self._late: Callable[[], tuple[Task, tuple[str, ...]] | tuple[()] | None] | None = None
         self._late_tier: tuple[Task, tuple[str, ...]] | None = None
         self._passed_first: list[Candidate] = []   # passed the first tier, the late one to come
         self._proposed = self._compiled = self._verified = 0
@@ -106,12 +106,14 @@ class CompileAhead:
         self._start = 0.0
 
     def verify_from(self, task: Task, tier: tuple[str, ...], second_pass: bool,
-                    late: Callable[[], tuple[Task, tuple[str, ...]] | None] | None = None) -> None:
+                    late: Callable[[], tuple[Task, tuple[str, ...]] | tuple[()] | None] | None
+                    = None) -> None:
         """From now on verify instead of only compiling: on ``tier`` of ``task`` (round 1's first,
         with its ``second_pass``), the candidates compiled so far first. ``late``: where
         generated cases are still being made, round 1's second tier once they are (the task
-        they join and their tier; None until then): a candidate that passed the first tier is
-        verified there too, with round 1's own request, so that round 1 finds both answered.
+        they join and their tier; None until then, ``()`` where they make none): a candidate
+        that passed the first tier is verified there too, with round 1's own request, so that
+        round 1 finds both answered.
         On two H200s (engine d1cd3a8f2e36, 2026-11-28) fused_layernorm_triton had 16 candidates
         through the first tier 50 s in, and its first verified candidate counted at 83 s: the
         generated cases had joined as a second tier, which round 1 verified after the profile."""
@@ -125,10 +127,14 @@ class CompileAhead:
         """The late tier, once known (asked again until it is). Holds the lock."""
         if self._late_tier is None and self._late is not None:
             try:
-                self._late_tier = self._late()
+                got = self._late()
             except Exception as exc:  # noqa: BLE001 - verifying ahead is an optimization only
                 log.info("the generated cases' tier is not known ahead: %s", exc)
+                got = ()
+            if got == ():           # made, and no tier of their own: nothing to wait for
                 self._late = None
+            else:
+                self._late_tier = got
         return self._late_tier
 
     def _next(self) -> tuple[str, Candidate] | None:

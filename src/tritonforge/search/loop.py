@@ -631,23 +631,23 @@ def _first_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
 
 def _late_tier(task: Task, verify_ids: tuple[str, ...], base: VariantResult,
                first: tuple[str, ...], late_cases: Callable[[], tuple[Case, ...]]
-               ) -> Callable[[], tuple[Task, tuple[str, ...]] | None]:
+               ) -> Callable[[], tuple[Task, tuple[str, ...]] | tuple[()] | None]:
     """For verifying ahead: once ``late_cases`` are made, (the task they join, round 1's second
     tier), exactly as ``Optimizer._join_late`` will make them where they are made before round
-    1 (so that round 1's requests are those already answered); None before, or where they
-    would not make ``first`` and one tier of their own round 1's early tiers."""
-    def late() -> tuple[Task, tuple[str, ...]] | None:
+    1 (so that round 1's requests are those already answered); None before they are made;
+    ``()`` where they would not make ``first`` and one tier of their own round 1's early tiers."""
+    def late() -> tuple[Task, tuple[str, ...]] | tuple[()] | None:
         if not _late_ready(late_cases):
             return None
         have = {c.id for c in task.cases}
         made = tuple(c for c in late_cases() if c.id not in have)
         if not made:
-            return None
+            return ()
         joined = replace(task, cases=task.cases + made)
         ids = tuple(cid for tier in verification_tiers(task, verify_ids, base) for cid in tier) \
             + tuple(c.id for c in made)
         early = [t for t in split_deferred(joined, verification_tiers(joined, ids, base))[0] if t]
-        return (joined, early[1]) if len(early) == 2 and early[0] == first else None
+        return (joined, early[1]) if len(early) == 2 and early[0] == first else ()
     return late
 
 

@@ -342,6 +342,10 @@ def repair_candidate(candidate: Candidate, failure_status: Status, error_text: s
                  fix_status.value)
         if fix_status is Status.OK:
             return RepairOutcome(candidate, tuple(attempts), fix, "repaired")
+        if fix_status is Status.SKIPPED:
+            # not run (the time is spent): no error to repair from, and no fix would run either
+            return RepairOutcome(candidate, tuple(attempts), None,
+                                 f"stopped after {len(attempts)} attempt(s): {fix_error}")
         current, status, error = fix, fix_status, fix_error
     return RepairOutcome(candidate, tuple(attempts), None,
                          f"attempts exhausted ({max_attempts})")

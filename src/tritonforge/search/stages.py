@@ -298,7 +298,7 @@ class RoundStages:
 
             while True:
                 with lock:
-                    if not queue or errors:
+                    if not queue or errors or not in_time():
                         return
                     cand = queue.pop(0)
                 r = verified[cand.hash]
@@ -320,7 +320,7 @@ class RoundStages:
         if errors:
             raise errors[0]
         fixed, known = [], {c.hash for c in cands}
-        for cand in todo:
+        for cand in [c for c in todo if c.hash in outcomes]:     # the time left none to others
             outcome = outcomes[cand.hash]
             for a in outcome.attempts:
                 if a.status is not Status.OK:
