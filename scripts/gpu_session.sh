@@ -4,7 +4,10 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | pacingprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | pass (alias optimize) | scaling | isolation
+# Steps: env | probe | hostprobe | flushprobe | pacingprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | smoke | pass (alias optimize) | scaling | isolation
+#   smoke: the checkout's engine on SMOKE_NAMES (see the step) in a scratch pass in SMOKE_DIR
+#   (default /tmp/smoke), compared with bench/results/records.jsonl; ENGINE_COMMIT names the engine
+#   (git log -1 --format=%H -- src/tritonforge, here); not with ENGINE_TREE
 #   scaling: NAMES (default the first 12 of pass-order.txt) on one GPU and on two, at SCALING_S
 #   seconds a record (default 20), side by side on a host of 3+ GPUs (GPU 0; GPUs 1,2), else one
 #   after the other (GPU 0; GPUs 0,1); scaling.md compares them
@@ -185,6 +188,19 @@ for step in "$@"; do
           | tee "$OUT/example-$stem.log" | tail -25
       done
       ;;
+    smoke)
+      # the checkout's engine (call it without ENGINE_TREE; ENGINE_COMMIT names it) on SMOKE_NAMES
+      # in a scratch pass of its own (SMOKE_DIR), then its records beside the pass's of the same
+      # records (scripts/records_compare.py): a development check before a new pass, not a pass.
+      # The default records are those the engine's changes after c064071456aa aim at, most
+      # exposed first (fast_ce_loss: timing groups that fit the device; token_softmax_llama: a
+      # timing sent again without the cases its incumbent fails; ...); two GPUs run about seven
+      # in a 555 s call
+      if [ -n "${ENGINE_TREE:-}" ]; then log "smoke not run: ENGINE_TREE is set (a smoke runs the checkout's engine)"; continue; fi
+      PASS_DIR="${SMOKE_DIR:-/tmp/smoke}"; mkdir -p "$PASS_DIR"
+      NAMES="${SMOKE_NAMES:-fast_ce_loss,token_softmax_llama,attention_kernel,layer_norm_ops,attention_llama,max_reduction,int8_quantization,embedding_triton_kernel,cosine_compute,attention_fwd_triton3}"
+      SMOKE_AFTER=1; STORE_TAG=-smoke      # a run store of its own, never a pass's
+      ;&
     pass|optimize)
       # a resumed pass runs on the kind of GPU its records came from: PASS_GPU, when not given,
       # is the GPU its first record names (a kind asked for can come as another, and the first
@@ -218,7 +234,7 @@ for step in "$@"; do
       # would otherwise feed this pass (seen on an H100, 2026-11-26: a restarted pass reused a
       # dropped engine's round 1)
       PASS_ENGINE="$( [ -n "${ENGINE_TREE:-}" ] && cat "$ENGINE_TREE/COMMIT" || echo "${ENGINE_COMMIT:-checkout}")"
-      PASS_STORE=".gpu-store/pass-${PASS_ENGINE:0:12}"
+      PASS_STORE=".gpu-store/pass-${PASS_ENGINE:0:12}${STORE_TAG:-}"
       if [ ! -s "$PASS_DIR/records.jsonl" ]; then rm -rf "$PASS_STORE"; log "a new pass: $PASS_STORE starts empty"; fi
       # a machine kept warm keeps this pass's records too: where the committed records.jsonl is
       # an earlier state of that copy (its first bytes), the pass goes on from the copy, so a call
@@ -297,6 +313,10 @@ PY
       fi
       mkdir -p "$PASS_STORE" && cp "$PASS_DIR/records.jsonl" "$KEEP" 2>/dev/null || true
       cp "$PASS_DIR/records.jsonl" "$PASS_DIR/LATEST.json" "$PASS_DIR/PASS.md" "$FINAL_OUT/" 2>/dev/null || true
+      if [ -n "${SMOKE_AFTER:-}" ] && [ -s "$PASS_DIR/records.jsonl" ]; then
+        log "the smoke's records beside the pass's (bench/results/records.jsonl)"
+        python3 scripts/records_compare.py bench/results/records.jsonl "$PASS_DIR/records.jsonl" 2>&1 | tail -30
+      fi
       ;;
     scaling)
       # issue 30: the same records on one GPU and on two (fresh records files, so neither run
