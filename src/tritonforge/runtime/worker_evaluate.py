@@ -382,16 +382,17 @@ def _build_fitting(group: list[_State], reference: _State, builder: InvocationBu
     Returns (the variants built, those left waiting), or (None, []) where the context broke."""
     built: list[_State] = []
     last_build = 0
+    gpu = dev.startswith("cuda")
     for i, st in enumerate(group):
-        if dev.startswith("cuda") and len(built) > 1 and reference in built and last_build > 0 \
+        if gpu and len(built) > 1 and reference in built and last_build > 0 \
                 and _device_free() < 2 * last_build:
             return built, [s for s in group[i:] if s is not reference]
         try:
-            before = torch.cuda.memory_allocated() if dev.startswith("cuda") else 0
+            before = torch.cuda.memory_allocated() if gpu else 0
             invocations[st.variant.name] = builder.build(st.module, case, seed)
             fns[st.variant.name] = invocations[st.variant.name].timed
             built.append(st)
-            if dev.startswith("cuda"):
+            if gpu:
                 last_build = max(last_build, torch.cuda.memory_allocated() - before)
         except BaseException as exc:  # noqa: BLE001
             failure, broken = classify_exception(exc, case_id=case.id, seed=seed)
@@ -411,12 +412,10 @@ def _device_free() -> int:
     return torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
 
-def _next_group(reference: _State, waiting: list[_State],
-                case_id: str | None = None) -> list[_State] | None:
+def _next_group(reference: _State, waiting: list[_State], case_id: str) -> list[_State] | None:
     """The variants a case's timing still owes (``_build_fitting``), beside the reference; none
     once the reference failed, on the request or on this case (nothing to judge them against)."""
-    if not waiting or reference.failure is not None or \
-            (case_id is not None and not reference.case_ok(case_id)):
+    if not waiting or reference.failure is not None or not reference.case_ok(case_id):
         return None
     return [reference] + waiting
 

@@ -59,13 +59,13 @@ PER_TILE = 3                # configs per tile combination in one round, before 
 NEAR_BEST = 0.6             # weight of a measured gain on its neighbours' rank (per log2 speedup)
 NEAR_FAILED = 0.3           # penalty of a failure on its neighbours' rank
 CONFIG_ONLY_SHARE = 0.85    # of a round of configuration search alone (14 of 16): the rest first
+                            # to the rules' host-side moves, then back to it (a top-up)
 # Of a call's budget, what the launch sites of kernels the profile never saw launched may take
 # once those it saw are spent (where it saw some of the sites'): layer_norm_ops' round 1 (H200
 # pass, engine c064071456aa, 2026-11-28) was 12 configs of its backward kernel, which the
 # forward entry never launches, all within noise of 1.000x, in an 88 s timing that left no
 # room for a second round.
 COLD_SHARE = 0.125
-                            # to the rules' host-side moves, then back to it (a top-up)
 
 
 @dataclass(frozen=True)
