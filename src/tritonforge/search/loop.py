@@ -357,6 +357,8 @@ class Optimizer:
                        in_budget=lambda: budget.room_in_budget(*shortest()),
                        timing_room_in_budget_s=lambda: budget.timing_room_in_budget_s(
                            *shortest()),
+                       deferred_room=lambda: budget.timing_room_s(*shortest())
+                       >= self.final_check._fixed_part(),
                        verified_before=verified_before)
         state, stop = self._rounds(state, env, budget, max_rounds, base)
         state = self._join_late(state, base, clock, wait=True)
@@ -366,7 +368,7 @@ class Optimizer:
         with clock.phase("final check"):
             notes = list(state.notes)
             self.final_check.sweep = Sweep() if stop == BANKED else self._sweep(
-                state, original, estimate, lambda: budget.timing_room_s(*shortest()))
+                state, original, estimate, lambda: budget.timing_room_in_budget_s(*shortest()))
             if self.final_check.sweep.decisions:
                 notes.append(self.final_check.sweep.note())
             final, best_c = self.final_check._output(state.task, original, list(state.chain),
@@ -390,7 +392,10 @@ class Optimizer:
                room_s: Callable[[], float]) -> Sweep:
         """The finalists timed on every performance case (``search.finalists``), where the
         search did not time them all and ``room_s()`` (the timing the final check's shortest plan
-        leaves room for before the cap) holds the sweep's estimate; else an empty sweep. A
+        leaves room for before the budget: the cap's margin is the final check's, never the
+        sweep's) holds the sweep's estimate; else an empty sweep. On two H200s (engine
+        c9c7cb3af1db, 2026-11-28) attention_llama swept three finalists for 12 s from 130 s of its
+        120 s budget, on the room before the cap, and its final check was cut at the cap. A
         single finalist is not swept: the sweep chooses which finalists the final check skips,
         and the check of the only one times it on every case anyway (on four H100s, engine
         7dffd2b9f369, kldiv_ops swept its one finalist for 17 s and left its final check 13 s:

@@ -57,6 +57,9 @@ class RoundEnv:
     timing_room_s: Callable[[], float] = lambda: float("inf")   # timing that leaves a final check
     in_budget: Callable[[], bool] = lambda: True   # more work leaves the final check room in the budget
     timing_room_in_budget_s: Callable[[], float] = lambda: float("inf")   # the same, before the budget
+    # verifying an accepted candidate on the deferred tier still leaves the final check its room
+    # before the cap (``search.loop``: the final check's fixed part, which verifies every case)
+    deferred_room: Callable[[], bool] = lambda: True
     # candidate hash -> seconds since the search started at which it passed all of round 1's
     # verification before round 1 began (verified ahead, search.ahead)
     verified_before: Mapping[str, float] = field(default_factory=dict)
@@ -316,7 +319,14 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
                     in_time: Callable[[dict], bool] = lambda got: True) -> SearchState:
     """Time ``good`` beside the incumbent on the search cases and let the arbiter choose; the
     accepted ones, best first, are verified on the deferred tier (``cases.split_deferred``)
-    until one passes: the new incumbent. One that fails there is recorded as that failure."""
+    until one passes: the new incumbent. One that fails there is recorded as that failure.
+
+    Not where that verification would leave the final check no room before the cap
+    (``RoundEnv.deferred_room``): the accepted ones go to the final check as runners-up, which
+    verifies them on every case. On two H200s (engine c9c7cb3af1db, 120 s a record, 2026-11-28)
+    fast_ce_loss accepted a 1.40x candidate at 110 s; its deferred tier (perf-00 and perf-13,
+    8 GiB of logits) took 30 s, 25 s of it the fresh-seed recheck of perf-13, and the final
+    check, about 32 s, then had 7 s left."""
     st, round_ = env.stages, state.round
     notes, history = list(state.notes), list(state.history)
     good, untimed = _fit_timing(good, env, state.search_ids, round_)
@@ -373,7 +383,15 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
             best = (decision, c)
     _, late = split_deferred(state.task, state.verify_tiers)
     unchecked: set[str] = set()
-    if late and best is not None:
+    if late and best is not None and not env.deferred_room():
+        # the final check verifies every case in a fresh process: the deferred tier, checked
+        # first, would only make an incumbent for a round there is no time for
+        unchecked, best = {c.hash for _, _, c in clean}, None
+        notes.append(f"round {round_}: {len(clean)} accepted candidate(s) left to the final "
+                     f"check, not verified on the deferred tier ({', '.join(late)}) first: "
+                     "that would leave the final check no room before the cap")
+        st.progress(f"{state.task.name}: {notes[-1]}")
+    elif late and best is not None:
         best, failed, unchecked, unsafe = _verify_deferred(state, env, clean, late, in_time,
                                                            history)
         if unsafe:
