@@ -164,8 +164,10 @@ class OptimizeSession:
         self.final_pool = PrestartedEvaluators(self._final_evaluator)
 
     def _final_evaluator(self) -> Evaluator:
+        """A fresh final-check evaluator, told the GPU the timing worker reported once it has
+        started (``runtime.worker_client.Worker.quiet_start``)."""
         made = Evaluator(self.settings, self.work_dir / f"final{len(self._finals)}", self.store,
-                         device=self.device)
+                         device=self.device, known_device=self.evaluators[0].worker.info)
         self._finals.append(made)
         return made
 

@@ -87,3 +87,99 @@ def test_a_worker_not_running_is_not_started_for_a_request_too_close_to_the_reco
         if not sent:
             assert asked == [] and got.results[0].status is Status.SKIPPED
     assert ev._room_to_start()             # running, 2 s before its deadline
+
+
+class _FakeWorker:
+    def __init__(self, quiet, gate):
+        self.quiet_start, self.gate, self.started = quiet, gate, False
+
+    def start(self):
+        self.gate.wait(5)
+        self.started = True
+
+    def close(self):
+        pass
+
+
+def _fake_factory(quiet, gate):
+    from types import SimpleNamespace
+    made = []
+
+    def make():
+        ev = SimpleNamespace(device="cuda", worker=_FakeWorker(quiet, gate))
+        ev.close = ev.worker.close
+        made.append(ev)
+        return ev
+    return made, make
+
+
+def test_a_quiet_start_takes_no_gpu_lock_is_not_waited_for_and_the_next_starts_on_a_handout(
+        monkeypatch):
+    """A final-check worker told the GPU (``Worker.quiet_start``: no CUDA before its first
+    request) starts with no GPU lock, ``wait()`` (before a timed call) returns while it is still
+    starting, and handing one out starts the next. A start that asks CUDA takes the lock, is
+    waited for, and starts no next one."""
+    import contextlib
+    import threading
+
+    from tritonforge.runtime import evaluator as evaluator_mod
+
+    locks = []
+
+    def lock(mode):
+        locks.append(mode)
+        return contextlib.nullcontext()
+    monkeypatch.setattr(evaluator_mod, "gpu_lock", lock)
+    gate = threading.Event()
+    made, make = _fake_factory(True, gate)
+    fresh = PrestartedEvaluators(make)
+    fresh.prestart()
+    fresh.wait()                           # returns though the start is still held at the gate
+    assert not made[0].worker.started
+    gate.set()
+    first = fresh()
+    assert first is made[0] and first.worker.started and fresh.prestarted == 1
+    assert len(made) == 2                  # the next one is starting already
+    second = fresh()
+    assert second is made[1] and second.worker.started and len(made) == 3
+    assert locks == []
+    fresh.close()
+
+    locks.clear()
+    made, make = _fake_factory(False, threading.Event())
+    made_gate = made
+    fresh = PrestartedEvaluators(make)
+    fresh.prestart()
+    threading.Timer(0.3, lambda: made_gate[0].worker.gate.set()).start()
+    fresh.wait()                           # waits for the CUDA start
+    assert made[0].worker.started and len(locks) == 1
+    first = fresh()
+    assert first is made[0] and len(made) == 1      # no next one on a handout
+    fresh.close()
+
+
+def test_a_worker_told_its_gpu_reports_it_without_asking_cuda(monkeypatch):
+    """``protocol.KNOWN_DEVICE_ENV`` carries the device another worker reported: the worker's
+    ``_device_info`` returns it as given and never asks ``torch.cuda``; a Worker on a GPU with a
+    known device starts quietly, one without (or on the CPU, where the known device is
+    ignored) as before."""
+    import torch
+
+    from tritonforge.model import DeviceInfo
+    from tritonforge.runtime import worker_main
+    from tritonforge.runtime.protocol import KNOWN_DEVICE_ENV, device_from_env, device_to_env
+    from tritonforge.runtime.worker_client import Worker
+
+    h200 = DeviceInfo("NVIDIA H200", False, "2.11.0", "3.6.0", "9.0", 132)
+    assert device_from_env(device_to_env(h200)) == h200
+
+    def asked(*a, **k):
+        raise AssertionError("torch.cuda asked")
+    monkeypatch.setattr(torch.cuda, "is_available", asked)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", asked)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv(KNOWN_DEVICE_ENV, device_to_env(h200))
+    assert worker_main._device_info() == h200
+    assert Worker("cuda", Path("/tmp/x"), known_device=h200).quiet_start
+    assert not Worker("cuda", Path("/tmp/x")).quiet_start
+    assert Worker("cpu", Path("/tmp/x"), known_device=h200).known_device is None

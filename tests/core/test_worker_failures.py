@@ -275,6 +275,14 @@ def test_the_silence_a_step_may_keep():
     assert step_timeout_s(Progress("run", "original", "c"), "original", known, 180.0) == 180.0
     assert step_timeout_s(Progress("run", "cand", "other"), "original", known, 180.0) == 180.0
     assert step_timeout_s(Progress("compile", "cand", "c"), "original", known, 180.0) == 180.0
+    # a candidate's kernel compiling at its first run of a case: at most COMPILE_STEP_LIMIT_S,
+    # whatever the reference's run took; the reference's own compile keeps the worker's timeout
+    from tritonforge.runtime.worker_client import COMPILE_STEP_LIMIT_S
+    first = Progress("compile at first run", "cand", "big")
+    assert step_timeout_s(first, "original", known, 180.0) == COMPILE_STEP_LIMIT_S < 180.0
+    assert step_timeout_s(first, "original", known, 30.0) == 30.0
+    assert step_timeout_s(Progress("compile at first run", "original", "big"), "original", known,
+                          180.0) == 180.0
 
 
 def test_a_compile_inside_a_run_is_reported_as_a_compile():

@@ -70,13 +70,19 @@ class PrestartedEvaluators:
     that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
     final check on the H100 (python, torch, CUDA; 2026-11-25), and a record may run several.
     ``prestart()`` starts one in a background thread (the optimizer calls it as a record
-    begins, and ``wait()`` before it times anything: a CUDA start beside a timed call could
-    disturb it; under shards it takes the GPU lock as untimed work does); a call
-    returns that one once started, or, with none waiting, a new one that starts on first use as
-    before. The next one is not started as one is handed out: its start takes the GPU lock
-    shared, and the check just handed out would wait for it to time. A start that fails in the
-    background is left to ``Worker.evaluate``, which starts it again and reports its failure as
-    a result."""
+    begins); a call returns that one once started, or, with none waiting, a new one that starts
+    on first use as before. A start that fails in the background is left to
+    ``Worker.evaluate``, which starts it again and reports its failure as a result.
+
+    A worker told the GPU another worker reported (``Worker.quiet_start``) starts as CPU work
+    alone, its CUDA context made by its first request: it takes no GPU lock, ``wait()`` does not
+    wait for it, and the next one starts as soon as one is handed out. On two H200s (engine
+    c9c7cb3af1db, 2026-11-28) each fresh-process check after a record's first waited 7.5-8.6 s
+    for its worker: token_softmax_llama's four twin runs spent 32 s in starts, and its final
+    check then had no time left. A start that asks CUDA (no worker has reported the GPU yet)
+    takes the GPU lock as untimed work does, ``wait()`` waits for it before anything is timed
+    (a CUDA start beside a timed call could disturb it), and no next one starts on a handout:
+    the check just handed out would wait for that start's lock to time."""
 
     def __init__(self, make: Callable[[], "Evaluator"]):
         self._make = make
@@ -87,9 +93,13 @@ class PrestartedEvaluators:
         if self._waiting is not None:
             return
         evaluator = self._make()
+        quiet = evaluator.worker.quiet_start
 
         def start() -> None:
             try:
+                if quiet:
+                    evaluator.worker.start()
+                    return
                 # as untimed GPU work: never beside another shard's timing (gpu_lock_covers_all)
                 with gpu_lock(lock_mode(evaluator.device == "cuda", False)):
                     evaluator.worker.start()
@@ -101,9 +111,10 @@ class PrestartedEvaluators:
         self._waiting = (evaluator, thread)
 
     def wait(self) -> None:
-        """Return once a worker being started ahead of need has started (the optimizer calls
-        this before it times anything, so no CUDA start overlaps a timed call)."""
-        if self._waiting is not None:
+        """Return once a worker being started ahead of need has started, where its start asks
+        CUDA (the optimizer calls this before it times anything, so no CUDA start overlaps a
+        timed call); at once for a quiet start."""
+        if self._waiting is not None and not self._waiting[0].worker.quiet_start:
             self._waiting[1].join()
 
     def _take(self) -> "Evaluator | None":
@@ -118,8 +129,11 @@ class PrestartedEvaluators:
     def __call__(self) -> "Evaluator":
         evaluator = self._take()
         if evaluator is None:
-            return self._make()
-        self.prestarted += 1
+            evaluator = self._make()
+        else:
+            self.prestarted += 1
+        if evaluator.worker.quiet_start:
+            self.prestart()                  # the next fresh check's, while this one runs
         return evaluator
 
     def close(self) -> None:
@@ -148,11 +162,13 @@ class Evaluator:
     """Owns one worker and the store; evaluates (reference, candidates...) requests."""
 
     def __init__(self, settings: Settings, run_dir: str | Path, store: RunStore | None = None,
-                 device: str | None = None, respawn: bool = False, times: bool = True):
+                 device: str | None = None, respawn: bool = False, times: bool = True,
+                 known_device: DeviceInfo | None = None):
         """``respawn``: a lost worker process is replaced at once, in the background
         (``Worker.respawn``), on a GPU: for a pool that serves record after record. ``times``:
         False for an evaluator that never times, whose worker then runs at a lower CPU priority
-        (``Settings.untimed_nice``, ``runtime.priority``); every worker's compile threads do."""
+        (``Settings.untimed_nice``, ``runtime.priority``); every worker's compile threads do.
+        ``known_device``: the GPU as another worker reported it (``Worker.quiet_start``)."""
         self.settings = settings
         self.run_dir = Path(run_dir)
         self.store = store
@@ -168,7 +184,8 @@ class Evaluator:
                              perf_inputs_dir=Path(settings.run_dir) / "perf-inputs",
                              respawn=respawn and self.device == "cuda",
                              nice=0 if times else settings.sharing.untimed_nice,
-                             compile_nice=settings.sharing.untimed_nice)
+                             compile_nice=settings.sharing.untimed_nice,
+                             known_device=known_device)
 
     def close(self) -> None:
         self.worker.close()

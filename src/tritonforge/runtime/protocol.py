@@ -6,10 +6,11 @@ go to a log file), so a kernel that prints cannot corrupt the protocol.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import struct
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..model import DeviceInfo, Evaluation, Task, Variant
 from .timing import TimingPlan
@@ -59,6 +60,20 @@ class Shutdown:
 class Ready:
     device: DeviceInfo
     pid: int
+
+
+# The device a worker is started on, as another worker of the host reported it in its ``Ready``
+# (``runtime.worker_client.Worker``'s ``known_device``): a worker given it reports it back without
+# asking CUDA, and makes its CUDA context in its first request, so its start is CPU work alone.
+KNOWN_DEVICE_ENV = "TRITONFORGE_WORKER_KNOWN_DEVICE"
+
+
+def device_to_env(device: DeviceInfo) -> str:
+    return json.dumps(asdict(device), sort_keys=True)
+
+
+def device_from_env(text: str) -> DeviceInfo:
+    return DeviceInfo(**json.loads(text))
 
 
 @dataclass(frozen=True)

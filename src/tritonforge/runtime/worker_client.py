@@ -33,7 +33,10 @@ from ..config import env_name, env_settings
 from ..errors import WorkerError
 from ..model import DeviceInfo, Evaluation, Failure, Status, VariantResult
 from .priority import COMPILE_NICE_ENV, WORKER_NICE_ENV
-from .protocol import Done, EvaluateRequest, Progress, Ready, Shutdown, receive, send
+from .protocol import (
+    KNOWN_DEVICE_ENV, Done, EvaluateRequest, Progress, Ready, Shutdown, device_to_env, receive,
+    send,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,15 @@ KILL_WAIT_S = 5.0
 STEP_TIMEOUT_FACTOR = 20.0
 STEP_TIMEOUT_FLOOR_S = 20.0
 _TIMED_STEPS = frozenset({"run"})
+# A candidate's kernel compiled at its first run of a case (``Progress("compile at first run")``,
+# sent as each of its kernels starts compiling) is killed once silent this long: a TIMEOUT of
+# the candidate's, where the round's other requests would otherwise wait for it. On two H200s
+# (engine c9c7cb3af1db, 2026-11-28) two max_reduction candidates compiled one kernel for a
+# generated odd row length (its tile is next_power_of_2 of the row) for 29 s and for 70 s, the
+# second until the record's cap, with round 1 waiting for it and nothing ever timed; every other
+# candidate kernel of that run compiled in under 23 s, most in under 3 s.
+COMPILE_STEP_LIMIT_S = 40.0
+_COMPILE_STEP = "compile at first run"
 
 _dying: set[threading.Thread] = set()
 _dying_lock = threading.Lock()
@@ -68,7 +80,10 @@ def step_timeout_s(last: Progress, reference: str | None,
     """How long the worker may stay silent after ``last``: ``timeout_s``, or, for a variant's
     run of a case the reference ran before it in this request (``reference_s``: the seconds the
     reference's step took, to its next message), ``STEP_TIMEOUT_FACTOR`` times that, at least
-    ``STEP_TIMEOUT_FLOOR_S``, at most ``timeout_s``."""
+    ``STEP_TIMEOUT_FLOOR_S``, at most ``timeout_s``; for a variant's kernel compiling at its first
+    run of a case, ``COMPILE_STEP_LIMIT_S`` at most."""
+    if last.stage == _COMPILE_STEP and last.variant != reference:
+        return min(timeout_s, COMPILE_STEP_LIMIT_S)
     known = reference_s.get((last.stage, last.case_id))
     if last.stage not in _TIMED_STEPS or last.variant == reference or known is None:
         return timeout_s
@@ -164,9 +179,11 @@ class Worker:
     def __init__(self, device: str, work_dir: Path, *, timeout_s: float = 180.0,
                  host_memory_limit_gb: float = 16.0, startup_timeout_s: float = 300.0,
                  perf_inputs_dir: Path | None = None, respawn: bool = False,
-                 nice: int = 0, compile_nice: int = 0):
+                 nice: int = 0, compile_nice: int = 0, known_device: DeviceInfo | None = None):
         """``nice``: the worker process's priority drop, for one that never times;
-        ``compile_nice``: its compile threads' (``runtime.priority``)."""
+        ``compile_nice``: its compile threads' (``runtime.priority``); ``known_device``: the GPU
+        as another worker of the host reported it, so this one starts without asking CUDA
+        (``quiet_start``)."""
         if device not in ("cuda", "cpu"):
             raise WorkerError(f"worker device must be 'cuda' or 'cpu', not {device!r}")
         self.device = device
@@ -176,6 +193,7 @@ class Worker:
         self.startup_timeout_s = startup_timeout_s
         self.perf_inputs_dir = perf_inputs_dir     # shared by a run's workers (runtime.perf_inputs)
         self.nice, self.compile_nice = nice, compile_nice
+        self.known_device = known_device if device == "cuda" else None
         self.process: subprocess.Popen | None = None
         self.info: DeviceInfo | None = None
         self._to_child = self._from_child = -1
@@ -210,6 +228,9 @@ class Worker:
         if self.perf_inputs_dir is not None:
             env["TRITONFORGE_PERF_INPUTS_DIR"] = str(self.perf_inputs_dir)
         env[WORKER_NICE_ENV], env[COMPILE_NICE_ENV] = str(self.nice), str(self.compile_nice)
+        env.pop(KNOWN_DEVICE_ENV, None)
+        if self.known_device is not None:
+            env[KNOWN_DEVICE_ENV] = device_to_env(self.known_device)
         src_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         with open(self.log_path, "ab") as log_file:
@@ -229,6 +250,13 @@ class Worker:
         self.info = message.device
         log.info("worker %s started on %s", message.pid, message.device.name)
         return message.device
+
+    @property
+    def quiet_start(self) -> bool:
+        """Whether this GPU worker's start is CPU work alone (python, torch, triton imported; no
+        CUDA context made before its first request): one told its GPU (``known_device``). Such a
+        start may run beside another process's timed call."""
+        return self.known_device is not None
 
     def _replace_soon(self) -> None:
         """Start the next process now, in a background thread (``respawn``); a start that fails

@@ -21,11 +21,19 @@ from .priority import WORKER_NICE_ENV, from_env, lower_priority   # os alone: no
 
 
 def _device_info():
+    """The device this worker runs on. Given it by the driver (``protocol.KNOWN_DEVICE_ENV``), as
+    another worker of the host reported it, the worker asks CUDA nothing before ``Ready``: its
+    CUDA context is made by its first request, under that request's GPU lock, and its start is
+    CPU work alone, which may overlap another process's timed call."""
     import torch
     import triton
 
     from ..model import DeviceInfo
+    from .protocol import KNOWN_DEVICE_ENV, device_from_env
 
+    known = os.environ.get(KNOWN_DEVICE_ENV)
+    if known and os.environ.get("TRITON_INTERPRET") != "1":
+        return device_from_env(known)
     interpreted = os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available()
     if interpreted:
         return DeviceInfo("cpu (triton interpreter)", True, torch.__version__, triton.__version__)
