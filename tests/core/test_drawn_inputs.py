@@ -94,6 +94,13 @@ def test_a_script_failing_under_the_patch_is_built_as_written(tmp_path, monkeypa
     got = builder._perf_input(builder._perf_instance(module, recipe), recipe, 0)
     assert got.device.type == "cpu" and got.numel() == 32
     assert builder.perf_case_count(recipe) == 3
+    # its size drawn apart (runtime.sized_inputs), on the host, from the size's own seed
+    from tritonforge.runtime.sized_inputs import sized_seed
+    torch.manual_seed(sized_seed(0, 2))
+    assert torch.equal(got, torch.rand(32))
+    # drawn whole (a size of it cannot be drawn apart), on the host, as written
+    builder._unsized.add(hash(recipe.script))
+    got = builder._perf_input(builder._perf_instance(module, recipe), recipe, 0)
     torch.manual_seed(0)
     torch.rand(16)
     assert torch.equal(got, torch.rand(32))

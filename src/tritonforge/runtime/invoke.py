@@ -22,6 +22,7 @@ from . import perf_inputs
 from .drawn_inputs import drawn_on
 from .inputs import build_args, clone_tree, seed_everything
 from .loader import module_key, write_module_file
+from .sized_inputs import SizePlan, Unsized, plan_sizes
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,11 @@ class InvocationBuilder:
         self._perf_instances: dict[tuple[str, int], Any] = {}
         self._code: dict[tuple[str, int], Any] = {}
         self._kept_on_device: tuple[tuple[int, int, int], Any] | None = None
+        # (script, seed) -> its sizes as shapes (runtime.sized_inputs), one script at a time;
+        # scripts whose sizes cannot be drawn apart are built whole
+        self._size_plan: tuple[tuple[int, int], SizePlan] | None = None
+        self._sized: tuple[tuple[int, int, int], Any] | None = None
+        self._unsized: set[int] = set()
 
     def compile_file(self, source: str, kind: str):
         """Compile ``source`` from a real file: @triton.jit kernels defined in test sections and
@@ -201,20 +207,28 @@ class InvocationBuilder:
         self._perf_instances[key] = instance
         return instance
 
-    def _perf_folder(self, recipe: PerfScriptCall, seed: int) -> Path | None:
+    def _perf_folder(self, recipe: PerfScriptCall, seed: int,
+                     index: int | None = None) -> Path | None:
+        """The run's disk folder for the script's inputs at ``seed``: every size, or the one
+        ``index`` drawn apart (``runtime.sized_inputs``); None without a shared folder."""
         root = perf_inputs.cache_dir()
         if root is None:
             return None
-        key = content_hash(f"{recipe.script}\0{seed}")     # as the in-memory cache: never the variant
+        # as the in-memory cache: never the variant
+        key = content_hash(f"{recipe.script}\0{seed}" + ("" if index is None else f"\0size {index}"))
         return root / f"{recipe.module_name}-{key}"
 
     def _perf_input(self, instance: Any, recipe: PerfScriptCall, seed: int) -> Any:
-        """The inputs of size ``recipe.index``: from this worker's memory, from the run's disk
-        cache (``runtime.perf_inputs``: built there by one worker of the run, the others wait and
+        """The inputs of size ``recipe.index``: that size alone where the script's sizes can be
+        drawn apart (``_one_size``), else from this worker's memory, from the run's disk cache
+        (``runtime.perf_inputs``: built there by one worker of the run, the others wait and
         load), or built (all sizes: that is how the scripts work)."""
         key = (hash(recipe.script), seed)
         if key in self._perf_inputs:
             return self._perf_inputs[key][recipe.index]
+        one = self._one_size(instance, recipe, seed)
+        if one is not None:
+            return one[0]
 
         def build() -> list[Any]:
             self._perf_inputs.clear()    # one script's inputs at a time: they can be large
@@ -245,6 +259,92 @@ class InvocationBuilder:
             self._perf_inputs[key] = got.built
         return got.built[recipe.index]   # when stored, the rest is on disk: nothing large stays resident
 
+    def _size_plan_for(self, instance: Any, recipe: PerfScriptCall, seed: int) -> SizePlan | None:
+        """The script's sizes as shapes at ``seed`` (``runtime.sized_inputs``), one script at a
+        time; None where they cannot be drawn apart (remembered: that script is built whole
+        from then on)."""
+        script = hash(recipe.script)
+        if script in self._unsized:
+            return None
+        key = (script, seed)
+        if self._size_plan is None or self._size_plan[0] != key:
+            self._size_plan = None
+            try:
+                self._size_plan = (key, plan_sizes(instance, seed))
+            except Unsized as exc:
+                self._refuse_sizes(recipe, exc)
+                return None
+        return self._size_plan[1]
+
+    def _refuse_sizes(self, recipe: PerfScriptCall, exc: Unsized) -> None:
+        log.info("%s: performance inputs built whole: %s", recipe.module_name, exc)
+        self._unsized.add(hash(recipe.script))
+        self._size_plan = self._sized = None
+
+    def _one_size(self, instance: Any, recipe: PerfScriptCall, seed: int) -> tuple[Any] | None:
+        """(size ``recipe.index``'s inputs on the host,) drawn without the other sizes
+        (``runtime.sized_inputs``), shared through the run's disk folder as a set of one
+        (``runtime.perf_inputs``); None where the script's sizes cannot be drawn apart."""
+        if hash(recipe.script) in self._unsized:
+            return None
+        sized = (hash(recipe.script), seed, recipe.index)
+        if self._sized is not None and self._sized[0] == sized:
+            return (self._sized[1],)
+
+        def build() -> list[Any]:
+            plan = self._size_plan_for(instance, recipe, seed)
+            if plan is None:
+                raise Unsized("refused")
+            try:
+                with drawn_on(self.device):      # its draws made on the GPU (drawn_inputs)
+                    return [plan.materialize(recipe.index, seed)]
+            except Unsized:
+                raise
+            except Exception as exc:             # noqa: BLE001 - as the full build: on the host
+                if self.device == "cpu":
+                    raise
+                log.warning("%s: performance inputs drawn on the GPU failed (%s: %s); drawn on "
+                            "the host", recipe.module_name, type(exc).__name__, exc)
+                return [plan.materialize(recipe.index, seed)]
+
+        folder = self._perf_folder(recipe, seed, recipe.index)
+        try:
+            if folder is None:
+                got = build()[0]
+            else:
+                obtained = perf_inputs.obtain(folder, build)
+                got = perf_inputs.load(folder, 0) if obtained.built is None \
+                    else obtained.built[0]
+        except Unsized as exc:
+            if hash(recipe.script) not in self._unsized:
+                self._refuse_sizes(recipe, exc)
+            return None
+        self._sized = (sized, got) if folder is None else None    # on disk: loaded again, mapped
+        return (got,)
+
+    def _drawn_on_device(self, instance: Any, recipe: PerfScriptCall, seed: int) -> Any | None:
+        """Size ``recipe.index``'s inputs drawn on the device itself, without the other sizes
+        and without the host (``SizePlan.materialize``): a draw of GBs takes milliseconds there,
+        where the host's way (drawn, copied to the host, stored to disk, loaded, moved back) took
+        most of a record's baseline: fast_rope_embedding's fourteen sizes, 34 GB of host
+        tensors, took 77 s of its 120 s on an H200 (engine c064071456aa, 2026-11-28). None where
+        the sizes cannot be drawn apart or a draw asks for a gradient (the host's way)."""
+        plan = self._size_plan_for(instance, recipe, seed)
+        if plan is None:
+            return None
+        try:
+            if not plan.on_device(recipe.index):
+                return None
+            return plan.materialize(recipe.index, seed, self.device)
+        except Unsized as exc:
+            self._refuse_sizes(recipe, exc)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the host's way, as drawn_on falls back
+            log.warning("%s: performance inputs drawn on the device failed (%s: %s); drawn on "
+                        "the host", recipe.module_name, type(exc).__name__, exc)
+            self._unsized.add(hash(recipe.script))
+            return None
+
     def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
         instance = self._perf_instance(module, recipe)
         if self.device == "cpu":
@@ -269,20 +369,43 @@ class InvocationBuilder:
         from the host each time cost most of a timing request: fast_ce_loss's 4.2 GB case took
         47 s for 17 variants before its first timed call (two H200s, 2026-11-28), where a device
         clone takes milliseconds. A size only the one variant needs is kept until the next build
-        of another size: one size at a time."""
+        of another size: one size at a time. Where the script's sizes can be drawn apart, the
+        size is drawn on the device itself (``_drawn_on_device``), never on the host."""
         key = (hash(recipe.script), seed, recipe.index)
         kept = self._kept_on_device
         if kept is not None and kept[0] == key:
             return clone_tree(kept[1])
         self._kept_on_device = None          # the last size's copy goes before this one is built
-        inputs = instance.to_cuda(clone_tree(self._perf_input(instance, recipe, seed)))
+        drawn = self._drawn_on_device(instance, recipe, seed)
+        inputs = None
+        if drawn is not None:
+            try:
+                inputs = instance.to_cuda(drawn)
+            except Exception as exc:  # noqa: BLE001 - a to_cuda that wants host tensors
+                log.info("%s: to_cuda refused inputs drawn on the device (%s: %s); drawn on the "
+                         "host", recipe.module_name, type(exc).__name__, exc)
+                self._unsized.add(hash(recipe.script))
+            del drawn
+        if inputs is None:
+            inputs = instance.to_cuda(clone_tree(self._perf_input(instance, recipe, seed)))
         if reusable_on_device(inputs, _free_device_bytes(self.device)):
             self._kept_on_device = (key, clone_tree(inputs))
         return inputs
 
     def perf_case_count(self, recipe: PerfScriptCall, seed: int = 0) -> int:
-        self._perf_call(self.reference, recipe, seed)   # fills the input cache
+        """How many sizes the script builds: from its sizes as shapes where they can be drawn
+        apart (``runtime.sized_inputs``), else from its built inputs."""
         key = (hash(recipe.script), seed)
+        if key not in self._perf_inputs and key[0] not in self._unsized:
+            try:
+                if self._size_plan is None or self._size_plan[0] != key:
+                    self._size_plan = None
+                    self._size_plan = (key, plan_sizes(
+                        self._perf_instance(self.reference, recipe), seed))
+                return len(self._size_plan[1])
+            except Unsized:
+                self._unsized.add(key[0])
+        self._perf_call(self.reference, recipe, seed)   # fills the input cache
         if key in self._perf_inputs:
             return len(self._perf_inputs[key])
         folder = self._perf_folder(recipe, seed)

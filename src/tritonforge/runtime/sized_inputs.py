@@ -1,0 +1,202 @@
+"""One size of a performance script's inputs, without drawing the others (worker side).
+
+A TritonBench-G performance script draws every input size at once (``get_input_tensors``), and a
+case runs one of them. The verifier asks each performance case on three seeds besides the case's
+own (its bare first calls, the re-check, the probe: ``verify.differential``), and each seed was a
+build of every size: on two H200s (engine c9c7cb3af1db, 2026-11-28) fast_ce_loss's first calls on
+its smallest case waited 21 s and its re-check of perf-13 25 s, drawing and storing 16.8 GB of
+logits for fourteen sizes each time, where its timing of perf-13 took 2.6 s.
+
+``plan_sizes`` runs the script once with its host random draws (``torch.rand``, ``randn``,
+``randint``, ``randperm`` with plain arguments) made on the ``meta`` device: shapes without data,
+at no cost. ``SizePlan.materialize(index, seed)`` then draws, for real, only the tensors of that
+size, each with the call the script made, from a seed of the size's own (``sized_seed``): a
+deterministic function of the case's seed and size, as every build must be (the original and the
+candidate see the same inputs), with the values of another seed, as any seed's.
+
+It refuses (``Unsized``), and the caller builds every size as before, where a size's inputs are
+not the draws themselves: a tensor computed from a draw (``torch.rand(n) * 2``, a view of one),
+a draw the script reads (``.tolist()``, ``.item()``: a meta tensor has no values, so it raises),
+a draw with other arguments (a device, a generator, ``out``), a value that is not a plain tree of
+tensors, or a drawn tensor kept outside ``input_tensors`` (an attribute ``call_op`` would use).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import torch
+
+from .inputs import seed_everything
+
+_FACTORIES = ("rand", "randn", "randint", "randperm")
+# the keywords a deferred draw may carry (as ``drawn_inputs``); any other means it is not deferred
+_PLAIN_KEYWORDS = frozenset({"size", "dtype", "device", "requires_grad", "low", "high", "n"})
+_SCALARS = (int, float, bool, str, type(None), torch.dtype, torch.device)
+
+
+class Unsized(Exception):
+    """The script's inputs of one size cannot be drawn apart from the others'."""
+
+
+@dataclass(frozen=True)
+class _Draw:
+    order: int
+    name: str
+    args: tuple
+    kwargs: dict
+
+
+def sized_seed(seed: int, index: int) -> int:
+    """The seed a size's draws are made from: distinct for every (seed, size)."""
+    return (seed * 1_000_003 + 7_919 * (index + 1)) % (2 ** 31 - 1)
+
+
+def _on_host(device: Any) -> bool:
+    return device is None or torch.device(device).type == "cpu"
+
+
+@contextmanager
+def _meta_draws(recorded: dict[int, _Draw], keep: list) -> Iterator[None]:
+    saved = {name: getattr(torch, name) for name in _FACTORIES}
+
+    def deferred(name: str, original: Any) -> Any:
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            if set(kwargs) - _PLAIN_KEYWORDS or not _on_host(kwargs.get("device")):
+                raise Unsized(f"torch.{name} with {sorted(kwargs)} is not deferred")
+            tensor = original(*args, **{**kwargs, "device": "meta"})
+            recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs))
+            keep.append(tensor)          # alive while the plan is: its id stays its own
+            return tensor
+        return draw
+
+    try:
+        for name, fn in saved.items():
+            setattr(torch, name, deferred(name, fn))
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch, name, fn)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a tree of tuples, lists and dicts holding tensors and scalars."""
+    if isinstance(value, torch.Tensor) or isinstance(value, _SCALARS):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(v) for v in value.values())
+    return False
+
+
+def _metas(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        if value.is_meta:
+            yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _metas(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _metas(v)
+
+
+def _swap(value: Any, real: dict[int, torch.Tensor]) -> Any:
+    """``value`` with each tensor whose id is in ``real`` replaced by it (structure kept)."""
+    if isinstance(value, torch.Tensor):
+        return real.get(id(value), value)
+    if isinstance(value, list):
+        return [_swap(v, real) for v in value]
+    if isinstance(value, tuple):
+        items = [_swap(v, real) for v in value]
+        if hasattr(value, "_fields"):        # namedtuple
+            return type(value)(*items)
+        return tuple(items) if type(value) is tuple else type(value)(items)
+    if isinstance(value, dict):
+        items = {k: _swap(v, real) for k, v in value.items()}
+        return items if type(value) is dict else type(value)(items)
+    return value
+
+
+@dataclass
+class SizePlan:
+    """What the script drew, as shapes: its entries (sizes) holding meta tensors, and how each
+    meta tensor was drawn."""
+    entries: list[Any]
+    recorded: dict[int, _Draw]
+    keep: list
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def materialize(self, index: int, seed: int, device: str | None = None) -> Any:
+        """Size ``index``'s inputs, its draws made for real from ``sized_seed(seed, index)``, in
+        the order the script made them; ``Unsized`` where one of its tensors was not drawn
+        itself. Each draw is the ``torch`` factory the script called, on the host (or where
+        ``drawn_inputs.drawn_on`` sends it); with ``device``, on that device, where no draw of
+        the size asks for a gradient (a host leaf the script moves is not a device leaf).
+        ``on_device(index)`` says which it will be."""
+        entry = self.entries[index]
+        metas = self._drawn(index)
+        to_device = device is not None and self.on_device(index)
+        seed_everything(sized_seed(seed, index))
+        real: dict[int, torch.Tensor] = {}
+        for t in sorted(metas, key=lambda t: self.recorded[id(t)].order):
+            call = self.recorded[id(t)]
+            kwargs = {**call.kwargs, "device": device} if to_device else call.kwargs
+            real[id(t)] = getattr(torch, call.name)(*call.args, **kwargs)
+        return _swap(entry, real)
+
+    def on_device(self, index: int) -> bool:
+        """Whether size ``index`` can be drawn on a device: none of its draws asks for a
+        gradient."""
+        return not any(self.recorded[id(t)].kwargs.get("requires_grad")
+                       for t in self._drawn(index))
+
+    def _drawn(self, index: int) -> list[torch.Tensor]:
+        """Size ``index``'s meta tensors, each once; ``Unsized`` where one was not drawn itself."""
+        metas = list({id(t): t for t in _metas(self.entries[index])}.values())
+        if any(id(t) not in self.recorded for t in metas):
+            raise Unsized(f"size {index}: an input is computed from a draw, not drawn itself")
+        return metas
+
+
+def plan_sizes(instance: Any, seed: int) -> SizePlan:
+    """Run ``instance.get_input_tensors()`` with its host draws on the meta device (module
+    docstring); ``Unsized`` where its sizes cannot be drawn apart. ``instance.input_tensors`` is
+    left empty, as the full build leaves it."""
+    recorded: dict[int, _Draw] = {}
+    keep: list = []
+    seed_everything(seed)
+    instance.input_tensors = []
+    try:
+        with _meta_draws(recorded, keep):
+            instance.get_input_tensors()
+        entries = list(instance.input_tensors)
+    except Unsized:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a script that reads its draws cannot be deferred
+        raise Unsized(f"the script failed with its draws deferred: {type(exc).__name__}: "
+                      f"{exc}"[:300]) from exc
+    finally:
+        instance.input_tensors = []
+    if not recorded:
+        raise Unsized("the script draws nothing on the host")
+    if not all(_plain(e) for e in entries):
+        raise Unsized("an input is not a plain tree of tensors")
+    kept = {k: v for k, v in vars(instance).items() if k != "input_tensors"}
+    if any(True for _ in _metas(list(kept.values()))) or not all(
+            _plain(v) or not _holds_tensor(v) for v in kept.values()):
+        raise Unsized("the script keeps a draw outside its inputs")
+    return SizePlan(entries, recorded, keep)
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether ``value`` is or directly holds a tensor (an attribute a draw may have gone into)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    return any(isinstance(v, torch.Tensor) for v in vars(value).values()) \
+        if hasattr(value, "__dict__") else False
