@@ -4,7 +4,7 @@
 #   bash scripts/gpu_session.sh STEP [STEP...]      (on the GPU machine, from the repo root)
 #
 # The TritonBench-G data travels as .tbdata/ (a git-ignored copy of ../shared/tritonbench_g: carry it).
-# Steps: env | probe | hostprobe | flushprobe | pacingprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | smoke | pass (alias optimize) | scaling | isolation
+# Steps: env | probe | hostprobe | workerprobe | flushprobe | pacingprobe | tests | verify | verifyprofile | baseline | selfcheck | profile | examples | testgen | smoke | pass (alias optimize) | scaling | isolation
 #   smoke: the checkout's engine on SMOKE_NAMES (see the step) in a scratch pass in SMOKE_DIR
 #   (default /tmp/smoke), compared with bench/results/records.jsonl; ENGINE_COMMIT names the engine
 #   (git log -1 --format=%H -- src/tritonforge, here); not with ENGINE_TREE
@@ -104,6 +104,11 @@ for step in "$@"; do
       timeout 150 python3 scripts/gpu_pacing_probe.py "$OUT/pacing_probe.jsonl" 2>&1 | tail -12
       cp "$OUT/pacing_probe.jsonl" "$FINAL_OUT/" 2>/dev/null || true
       ;;
+    workerprobe)
+      log "worker start probe: a worker told its GPU starts with no CUDA context (Worker.quiet_start)"
+      timeout 120 python3 scripts/gpu_worker_start_probe.py "$OUT/worker_start_probe.json" 2>&1 | tail -30
+      cp "$OUT/worker_start_probe.json" "$FINAL_OUT/" 2>/dev/null || true
+      ;;
     flushprobe)
       log "flush probe: the same call against itself under each L2 flush mode"
       timeout 200 python3 scripts/gpu_flush_probe.py "$OUT/flush_probe.json" 2>&1 | tail -20
@@ -193,12 +198,12 @@ for step in "$@"; do
       # in a scratch pass of its own (SMOKE_DIR), then its records beside the pass's of the same
       # records (scripts/records_compare.py): a development check before a new pass, not a pass.
       # The default records are those the engine's changes after c064071456aa aim at, most
-      # exposed first (fast_ce_loss: timing groups that fit the device; token_softmax_llama: a
-      # timing sent again without the cases its incumbent fails; ...); two GPUs run about seven
-      # in a 555 s call
-      if [ -n "${ENGINE_TREE:-}" ]; then log "smoke not run: ENGINE_TREE is set (a smoke runs the checkout's engine)"; continue; fi
-      PASS_DIR="${SMOKE_DIR:-/tmp/smoke}"; mkdir -p "$PASS_DIR"
-      NAMES="${SMOKE_NAMES:-fast_ce_loss,token_softmax_llama,attention_kernel,layer_norm_ops,attention_llama,max_reduction,int8_quantization,embedding_triton_kernel,cosine_compute,attention_fwd_triton3}"
+      # exposed first (fast_ce_loss: a deferred tier that left its final check no room, and a
+      # 16.8 GB performance set built per seed; fast_rope_embedding: 34 GB of sizes built through
+      # the host in a 77 s baseline; token_softmax_llama: four twin runs' worker starts;
+      # max_reduction: a candidate kernel compiling 70 s; ...); two GPUs run about seven in a
+      # 555 s call
+      NAMES="${SMOKE_NAMES:-fast_ce_loss,fast_rope_embedding,token_softmax_llama,max_reduction,fused_recurrent_hgrn,flash_decode2_phi,attention_llama,chunk_linear_attn,context_attn_bloom,layer_norm_ops}"
       SMOKE_AFTER=1; STORE_TAG=-smoke      # a run store of its own, never a pass's
       ;&
     pass|optimize)
