@@ -494,16 +494,18 @@ def test_a_deferred_case_the_original_itself_fails_is_dropped_and_the_candidate_
 
 
 def test_a_search_out_of_patience_early_runs_one_more_config_round():
-    """Stopped for want of gain with over half its budget left, the search runs one more round,
-    of configuration search alone, once; without a budget, or with less left, it stops."""
+    """Stopped for want of gain with over half its budget left, or later with nothing accepted
+    yet, the search runs one more round, of configuration search alone, once; without a budget,
+    or later with an accepted incumbent (a found win to lose), it stops."""
     from tritonforge.search.loop import Optimizer
 
-    def run(clock_s, budget_s):
+    def run(clock_s, budget_s, accepted=False):
         # never faster, nor near (a near miss would be branched from: the tests below)
         stages = FakeStages({r: [(f"x = {r}\n", 2.0)] for r in range(1, 9)})
         opt = Optimizer.__new__(Optimizer)
         opt.interpreted = False
-        state, stop = opt._rounds(_state(patience=1), _env(stages),
+        chain = (Candidate("x = 7\n", "fake"),) if accepted else ()
+        state, stop = opt._rounds(_state(patience=1, chain=chain), _env(stages),
                                   BudgetPolicy(budget_s, lambda: clock_s), 8)
         return stages, state, stop
 
@@ -511,7 +513,9 @@ def test_a_search_out_of_patience_early_runs_one_more_config_round():
     assert [c.config_search_only for c in stages.contexts] == [False, True]
     assert stop == "no gain for 2 rounds" and state.spare_round and state.round == 2
     assert any("one more round of configuration search" in n for n in state.notes)
-    stages, state, stop = run(70.0, 120.0)
+    stages, state, stop = run(70.0, 120.0)                    # nothing accepted: the round fits
+    assert [c.config_search_only for c in stages.contexts] == [False, True] and state.spare_round
+    stages, state, stop = run(70.0, 120.0, accepted=True)
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.spare_round
     stages, state, stop = run(10.0, None)
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds"
@@ -519,8 +523,8 @@ def test_a_search_out_of_patience_early_runs_one_more_config_round():
 
 def test_a_config_only_search_out_of_configurations_asks_every_proposer_once():
     """Near the roofline the rounds are configuration search alone; once it has nothing new,
-    with over half the budget left, one round asks every proposer; with less left, or once that
-    round ran, the search ends."""
+    with over half the budget left or nothing accepted yet, one round asks every proposer; with
+    less left and an accepted incumbent, or once that round ran, the search ends."""
     from tritonforge.search.loop import Optimizer
 
     class ConfigsThenRules(FakeStages):
@@ -534,11 +538,12 @@ def test_a_config_only_search_out_of_configurations_asks_every_proposer_once():
             self.ms[c.hash] = 0.5
             return [c]
 
-    def run(clock_s, proposals):
+    def run(clock_s, proposals, accepted=False):
         stages = ConfigsThenRules(proposals)
         opt = Optimizer.__new__(Optimizer)
         opt.interpreted = False
-        start = replace(_state(patience=1), config_search=True)
+        chain = (Candidate("x = 7\n", "fake"),) if accepted else ()
+        start = replace(_state(patience=1, chain=chain), config_search=True)
         state, stop = opt._rounds(start, _env(stages), BudgetPolicy(120.0, lambda: clock_s), 8)
         return stages, state, stop
 
@@ -549,7 +554,9 @@ def test_a_config_only_search_out_of_configurations_asks_every_proposer_once():
     assert asked[:3] == [True, True, False] and not any(asked[3:])   # then a search as any other
     assert state.open_round_done and state.incumbent.source == "x = 9\n"
     assert any("one round of every proposer" in n for n in state.notes)
-    stages, state, stop = run(70.0, {1: [("x = 1\n", 2.0)]})      # under half the budget left
+    stages, state, stop = run(70.0, {1: [("x = 1\n", 2.0)]})      # under half left, none accepted
+    assert [c.config_search_only for c in stages.contexts][:3] == [True, True, False]
+    stages, state, stop = run(70.0, {1: [("x = 1\n", 2.0)]}, accepted=True)
     assert [c.config_search_only for c in stages.contexts] == [True]
     assert stop == "no gain for 1 rounds" and not state.open_round_done
 
@@ -568,14 +575,15 @@ class FromTheBase(FakeStages):
         return out
 
 
-def _branching(clock_s, proposals, budget_s=120.0):
+def _branching(clock_s, proposals, budget_s=120.0, accepted=False):
     """``Optimizer._rounds`` past its other fallbacks (the spare config round, the open round)."""
     from tritonforge.search.loop import Optimizer
 
     stages = FromTheBase(proposals)
     opt = Optimizer.__new__(Optimizer)
     opt.interpreted = False
-    start = replace(_state(patience=1), spare_round=True, config_search_done=True,
+    chain = (Candidate("x = 7\n", "fake"),) if accepted else ()
+    start = replace(_state(patience=1, chain=chain), spare_round=True, config_search_done=True,
                     open_round_done=True)
     state, stop = opt._rounds(start, _env(stages), BudgetPolicy(budget_s, lambda: clock_s), 8)
     return stages, state, stop
@@ -606,8 +614,10 @@ def test_no_branch_round_from_a_candidate_far_slower_late_in_the_budget_or_past_
     stages, state, stop = _branching(10.0, far)
     assert len(stages.contexts) == 1 and stop == "no gain for 1 rounds" and not state.branched
     near = {"x = 0\n": [("x = 1\n", 1.02)], "x = 1\n": [("x = 1; y = 1\n", 0.5)]}
-    stages, state, stop = _branching(70.0, near)                 # under half the budget left
+    stages, state, stop = _branching(70.0, near, accepted=True)  # under half left, a win found
     assert len(stages.contexts) == 1 and not state.branched
+    stages, state, stop = _branching(70.0, near)                 # under half left, none accepted
+    assert len(stages.contexts) == 2 and state.branched
     stages, state, stop = _branching(10.0, near, budget_s=None)   # no budget: no time to spare
     assert len(stages.contexts) == 1 and not state.branched
     # a run of near misses, each a little slower: branched from at most MAX_BRANCHES times

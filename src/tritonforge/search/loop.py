@@ -90,8 +90,8 @@ class OptimizeResult:
 
 
 GPU_PER_ROUND = 16          # candidates a round on a GPU, where most fail or pass in seconds
-SPARE_SHARE = 0.5           # a search out of patience with more of its budget left: one more
-                            # round of configuration search (Optimizer._time_to_spare)
+SPARE_SHARE = 0.5           # a search out of patience with more of its budget left, or with
+                            # nothing accepted: an extra round (Optimizer._spare_time)
 BANK_AT = 2.0               # with a budget, a round that leaves the incumbent this many times
 # faster than the original on the search's cases ends the search, and the final check follows at
 # once, with no finalists' sweep: on four H100s (engine 190e1f012654, 2026-11-27) add_example's
@@ -551,7 +551,7 @@ class Optimizer:
                     f"{budget.budget_s:.0f} s budget: one more round of configuration search"),
                     config_search=True, spare_round=True, patience=state.stale + 1)
                 continue
-            if outcome.stop and self._branch_due(outcome.stop, budget):
+            if outcome.stop and self._branch_due(outcome.stop, state, budget):
                 base = near_miss(state)
                 if base is not None:
                     state = replace(state.noted(
@@ -574,33 +574,42 @@ class Optimizer:
             return 0.0
         return check.dispatch_reserve_s(state.incumbent, state.original, perf)
 
-    def _branch_due(self, stop: str, budget: BudgetPolicy) -> bool:
-        """Whether a search that would stop (nothing new, or out of patience) runs a round from
-        a near miss instead (``search.branch``): on a GPU, with more than ``1 - SPARE_SHARE``
-        of its budget left. Any other stop (the budget, max rounds) stands."""
+    def _spare_time(self, state: SearchState, budget: BudgetPolicy) -> bool:
+        """Whether a search that would stop may run an extra round (a spare configuration round,
+        a branch, the open round): on a GPU with a budget, with more than ``SPARE_SHARE`` of it
+        left, or at any time while it has accepted nothing (it has nothing found to lose: the
+        round's own start, ``BudgetPolicy.start_round``, says whether the round and the final
+        check fit). On two and four H200s (120 s a record, engine c064071456aa, 2026-11-28) 19 of
+        87 records ended unimproved, "no gain" or "no new candidates", at 30-94 s of their
+        budget, 13 of them past half of it and so with no extra round."""
         return not self.interpreted and budget.budget_s is not None \
-            and (stop == "no new candidates" or stop.startswith("no gain")) \
-            and budget.elapsed() < SPARE_SHARE * budget.budget_s
+            and (budget.elapsed() < SPARE_SHARE * budget.budget_s or not state.chain)
+
+    def _branch_due(self, stop: str, state: SearchState, budget: BudgetPolicy) -> bool:
+        """Whether a search that would stop (nothing new, or out of patience) runs a round from
+        a near miss instead (``search.branch``), where ``_spare_time`` allows. Any other stop
+        (the budget, max rounds) stands."""
+        return (stop == "no new candidates" or stop.startswith("no gain")) \
+            and self._spare_time(state, budget)
 
     def _open_round_due(self, state: SearchState, budget: BudgetPolicy) -> bool:
         """Whether a search whose rounds were configuration search alone (near the roofline:
-        ``_stop_rules``), now out of configurations, runs one
-        round of every proposer: on a GPU, once, with more than ``SPARE_SHARE`` of its budget
-        left. The roofline is judged on the cases that carry most of the time; the rest may be
-        launch-bound, where a rule's change (several rows a program, no zero fill) gains. On
-        four H100s (120 s a record, engine 1018ceeea5af, 2026-11-27) rms_norm_triton ended "no
-        new candidates" at 27 s, its four configurations tried, its rules never asked."""
-        return not self.interpreted and state.config_search_done and not state.open_round_done \
-            and budget.budget_s is not None and budget.elapsed() < SPARE_SHARE * budget.budget_s
+        ``_stop_rules``), now out of configurations, runs one round of every proposer: once,
+        where ``_spare_time`` allows. The roofline is judged on the cases that carry most of
+        the time; the rest may be launch-bound, where a rule's change (several rows a program, no
+        zero fill) gains. On four H100s (120 s a record, engine 1018ceeea5af, 2026-11-27)
+        rms_norm_triton ended "no new candidates" at 27 s, its four configurations tried, its
+        rules never asked."""
+        return state.config_search_done and not state.open_round_done \
+            and self._spare_time(state, budget)
 
     def _time_to_spare(self, state: SearchState, budget: BudgetPolicy) -> bool:
         """Whether a search stopped for want of gain runs one more round of configuration search
-        (once): on a GPU, with more than ``SPARE_SHARE`` of its budget left. Near the roofline
-        one round without gain ends a search; on an H100 pass (120 s a record, engine
-        f421d501e87f, 2026-11-26) 15 such records ended under 80 s, rms_norm_triton at 28 s
-        with 4 candidates tried, leaving the rest of their budget unused."""
-        return not self.interpreted and not state.spare_round and budget.budget_s is not None \
-            and budget.elapsed() < SPARE_SHARE * budget.budget_s
+        (once), where ``_spare_time`` allows. Near the roofline one round without gain ends a
+        search; on an H100 pass (120 s a record, engine f421d501e87f, 2026-11-26) 15 such
+        records ended under 80 s, rms_norm_triton at 28 s with 4 candidates tried, leaving the
+        rest of their budget unused."""
+        return not state.spare_round and self._spare_time(state, budget)
 
 
 def _plus(check: tuple[float, float], extra_s: float) -> tuple[float, float]:
