@@ -53,6 +53,11 @@ def test_only_the_asked_size_is_drawn_and_the_same_seed_draws_the_same_values(mo
     assert sized_seed(3, 2) not in (sized_seed(3, 1), sized_seed(4, 2), 3)
 
 
+def _set_first(t):
+    t[0] = 3
+    return t
+
+
 @pytest.mark.parametrize("body, why", [
     (lambda self: self.input_tensors.extend(torch.rand(2 ** i) * 2 for i in range(3)),
      "computed from a draw"),
@@ -67,6 +72,12 @@ def test_only_the_asked_size_is_drawn_and_the_same_seed_draws_the_same_values(mo
     (lambda self: setattr(self, "weight", torch.rand(4)) or self.input_tensors.extend(
         torch.rand(4) for _ in range(3)), "keeps a draw"),
     (lambda self: self.input_tensors.extend({torch.rand(4)} for _ in range(3)), "plain tree"),
+    (lambda self: self.input_tensors.extend(torch.rand(4).mul_(2) for _ in range(3)),
+     "changed in place"),
+    (lambda self: self.input_tensors.extend(_set_first(torch.randint(0, 9, (4,))) for _ in range(3)),
+     "changed in place"),
+    (lambda self: self.input_tensors.extend((torch.rand(4), torch.empty(2 ** 28, dtype=torch.float32))
+                                            for _ in range(3)), "GiB of inputs that are not draws"),
 ])
 def test_sizes_that_cannot_be_drawn_apart_are_refused(body, why):
     with pytest.raises(Unsized, match=why):

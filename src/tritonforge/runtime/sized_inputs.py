@@ -16,9 +16,11 @@ candidate see the same inputs), with the values of another seed, as any seed's.
 
 It refuses (``Unsized``), and the caller builds every size as before, where a size's inputs are
 not the draws themselves: a tensor computed from a draw (``torch.rand(n) * 2``, a view of one),
-a draw the script reads (``.tolist()``, ``.item()``: a meta tensor has no values, so it raises),
-a draw with other arguments (a device, a generator, ``out``), a value that is not a plain tree of
-tensors, or a drawn tensor kept outside ``input_tensors`` (an attribute ``call_op`` would use).
+a draw changed in place (``.mul_(2)``: its version counter moved), a draw the script reads
+(``.tolist()``, ``.item()``: a meta tensor has no values, so it raises), a draw with other
+arguments (a device, a generator, ``out``), a value that is not a plain tree of tensors, a drawn
+tensor kept outside ``input_tensors`` (an attribute ``call_op`` would use), or over
+``PLAN_HELD_BYTES`` of tensors built without a draw (they are built for every size).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ _FACTORIES = ("rand", "randn", "randint", "randperm")
 # the keywords a deferred draw may carry (as ``drawn_inputs``); any other means it is not deferred
 _PLAIN_KEYWORDS = frozenset({"size", "dtype", "device", "requires_grad", "low", "high", "n"})
 _SCALARS = (int, float, bool, str, type(None), torch.dtype, torch.device)
+# the bytes of the tensors a script builds without drawing them (zeros, ones, an arange) that a
+# plan may hold for all its sizes; more, and the script is built whole (shared on disk)
+PLAN_HELD_BYTES = 1 << 30
 
 
 class Unsized(Exception):
@@ -47,6 +52,7 @@ class _Draw:
     name: str
     args: tuple
     kwargs: dict
+    version: int          # the meta tensor's version counter when drawn: an in-place op bumps it
 
 
 def sized_seed(seed: int, index: int) -> int:
@@ -67,7 +73,8 @@ def _meta_draws(recorded: dict[int, _Draw], keep: list) -> Iterator[None]:
             if set(kwargs) - _PLAIN_KEYWORDS or not _on_host(kwargs.get("device")):
                 raise Unsized(f"torch.{name} with {sorted(kwargs)} is not deferred")
             tensor = original(*args, **{**kwargs, "device": "meta"})
-            recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs))
+            recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs),
+                                         tensor._version)
             keep.append(tensor)          # alive while the plan is: its id stays its own
             return tensor
         return draw
@@ -92,16 +99,19 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _metas(value: Any) -> Iterator[torch.Tensor]:
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
-        if value.is_meta:
-            yield value
+        yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from _metas(v)
+            yield from _tensors(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _metas(v)
+            yield from _tensors(v)
+
+
+def _metas(value: Any) -> Iterator[torch.Tensor]:
+    return (t for t in _tensors(value) if t.is_meta)
 
 
 def _swap(value: Any, real: dict[int, torch.Tensor]) -> Any:
@@ -161,6 +171,8 @@ class SizePlan:
         metas = list({id(t): t for t in _metas(self.entries[index])}.values())
         if any(id(t) not in self.recorded for t in metas):
             raise Unsized(f"size {index}: an input is computed from a draw, not drawn itself")
+        if any(t._version != self.recorded[id(t)].version for t in metas):
+            raise Unsized(f"size {index}: an input is changed in place after its draw")
         return metas
 
 
@@ -187,6 +199,11 @@ def plan_sizes(instance: Any, seed: int) -> SizePlan:
         raise Unsized("the script draws nothing on the host")
     if not all(_plain(e) for e in entries):
         raise Unsized("an input is not a plain tree of tensors")
+    # what is not drawn is built for every size, and the plan holds it: only a little
+    held = sum(t.nbytes for t in {id(t): t for e in entries for t in _tensors(e)
+                                  if not t.is_meta}.values())
+    if held > PLAN_HELD_BYTES:
+        raise Unsized(f"the script builds {held / 2**30:.1f} GiB of inputs that are not draws")
     kept = {k: v for k, v in vars(instance).items() if k != "input_tensors"}
     if any(True for _ in _metas(list(kept.values()))) or not all(
             _plain(v) or not _holds_tensor(v) for v in kept.values()):
