@@ -58,6 +58,24 @@ def _set_first(t):
     return t
 
 
+def _buffers(self):
+    for i in range(3):
+        q = torch.rand((2 ** i, 4), dtype=torch.float16)
+        self.input_tensors.append((q, torch.empty_like(q), torch.zeros_like(q, dtype=torch.float32),
+                                   torch.full_like(q, 2.0), torch.empty_like(torch.ones(3))))
+
+
+def test_output_buffers_made_like_a_draw_are_made_with_it_and_empty_ones_are_zeros():
+    plan = plan_sizes(Sizes(_buffers), seed=1)
+    q, out, acc, two, real = plan.materialize(2, 1)
+    assert not any(t.is_meta for t in (q, out, acc, two, real))
+    assert out.shape == q.shape and out.dtype == torch.float16 and not out.any()
+    assert acc.dtype == torch.float32 and not acc.any() and bool((two == 2).all())
+    assert real.shape == (3,)                          # like a real tensor: made in the pass
+    again = plan.materialize(2, 1)
+    assert torch.equal(q, again[0])
+
+
 @pytest.mark.parametrize("body, why", [
     (lambda self: self.input_tensors.extend(torch.rand(2 ** i) * 2 for i in range(3)),
      "computed from a draw"),
@@ -78,6 +96,10 @@ def _set_first(t):
      "changed in place"),
     (lambda self: self.input_tensors.extend((torch.rand(4), torch.empty(2 ** 28, dtype=torch.float32))
                                             for _ in range(3)), "GiB of inputs that are not draws"),
+    (lambda self: self.input_tensors.extend(torch.empty_like(torch.rand(4) * 2) for _ in range(3)),
+     "not drawn"),
+    (lambda self: self.input_tensors.extend(torch.zeros_like(torch.rand(4), device="cuda")
+                                            for _ in range(3)), "not drawn, or with"),
 ])
 def test_sizes_that_cannot_be_drawn_apart_are_refused(body, why):
     with pytest.raises(Unsized, match=why):

@@ -9,10 +9,13 @@ logits for fourteen sizes each time, where its timing of perf-13 took 2.6 s.
 
 ``plan_sizes`` runs the script once with its host random draws (``torch.rand``, ``randn``,
 ``randint``, ``randperm`` with plain arguments) made on the ``meta`` device: shapes without data,
-at no cost. ``SizePlan.materialize(index, seed)`` then draws, for real, only the tensors of that
-size, each with the call the script made, from a seed of the size's own (``sized_seed``): a
-deterministic function of the case's seed and size, as every build must be (the original and the
-candidate see the same inputs), with the values of another seed, as any seed's.
+at no cost; an output buffer made like a draw (``torch.empty_like(q)``, ``zeros_like``...) is
+deferred with it (``empty_like`` made as ``zeros_like``: uninitialised memory would differ between
+two builds of one seed). ``SizePlan.materialize(index, seed)`` then draws, for real, only the
+tensors of that size, each with the call the script made, from a seed of the size's own
+(``sized_seed``): a deterministic function of the case's seed and size, as every build must be
+(the original and the candidate see the same inputs), with the values of another seed, as any
+seed's.
 
 It refuses (``Unsized``), and the caller builds every size as before, where a size's inputs are
 not the draws themselves: a tensor computed from a draw (``torch.rand(n) * 2``, a view of one),
@@ -34,6 +37,12 @@ import torch
 from .inputs import seed_everything
 
 _FACTORIES = ("rand", "randn", "randint", "randperm")
+# made like a draw (an output buffer shaped as an input): deferred with it; ``empty_like`` is
+# made as ``zeros_like`` (uninitialised memory would differ between builds of one seed)
+_LIKE = ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+         "randint_like")
+_LIKE_KEYWORDS = frozenset({"dtype", "requires_grad", "memory_format", "fill_value", "low",
+                            "high"})
 # the keywords a deferred draw may carry (as ``drawn_inputs``); any other means it is not deferred
 _PLAIN_KEYWORDS = frozenset({"size", "dtype", "device", "requires_grad", "low", "high", "n"})
 _SCALARS = (int, float, bool, str, type(None), torch.dtype, torch.device)
@@ -66,22 +75,33 @@ def _on_host(device: Any) -> bool:
 
 @contextmanager
 def _meta_draws(recorded: dict[int, _Draw], keep: list) -> Iterator[None]:
-    saved = {name: getattr(torch, name) for name in _FACTORIES}
+    saved = {name: getattr(torch, name) for name in _FACTORIES + _LIKE}
+
+    def record(name: str, args: tuple, kwargs: dict, tensor: torch.Tensor) -> torch.Tensor:
+        recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs), tensor._version)
+        keep.append(tensor)              # alive while the plan is: its id stays its own
+        return tensor
 
     def deferred(name: str, original: Any) -> Any:
         def draw(*args: Any, **kwargs: Any) -> Any:
             if set(kwargs) - _PLAIN_KEYWORDS or not _on_host(kwargs.get("device")):
                 raise Unsized(f"torch.{name} with {sorted(kwargs)} is not deferred")
-            tensor = original(*args, **{**kwargs, "device": "meta"})
-            recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs),
-                                         tensor._version)
-            keep.append(tensor)          # alive while the plan is: its id stays its own
-            return tensor
+            return record(name, args, kwargs, original(*args, **{**kwargs, "device": "meta"}))
         return draw
+
+    def like(name: str, original: Any) -> Any:
+        def made(src: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (isinstance(src, torch.Tensor) and src.is_meta):
+                return original(src, *args, **kwargs)         # like a real tensor: real
+            if id(src) not in recorded or set(kwargs) - _LIKE_KEYWORDS \
+                    or any(isinstance(a, torch.Tensor) for a in args):
+                raise Unsized(f"torch.{name} of a tensor not drawn, or with {sorted(kwargs)}")
+            return record(name, (src,) + args, kwargs, original(src, *args, **kwargs))
+        return made
 
     try:
         for name, fn in saved.items():
-            setattr(torch, name, deferred(name, fn))
+            setattr(torch, name, (like if name in _LIKE else deferred)(name, fn))
         yield
     finally:
         for name, fn in saved.items():
@@ -155,16 +175,42 @@ class SizePlan:
         seed_everything(sized_seed(seed, index))
         real: dict[int, torch.Tensor] = {}
         for t in sorted(metas, key=lambda t: self.recorded[id(t)].order):
-            call = self.recorded[id(t)]
-            kwargs = {**call.kwargs, "device": device} if to_device else call.kwargs
-            real[id(t)] = getattr(torch, call.name)(*call.args, **kwargs)
+            self._make(t, real, device if to_device else None)
         return _swap(entry, real)
 
+    def _make(self, t: torch.Tensor, real: dict[int, torch.Tensor], device: str | None
+              ) -> torch.Tensor:
+        """The real tensor of the recorded meta ``t``, what it was made like made first."""
+        if id(t) in real:
+            return real[id(t)]
+        call = self.recorded[id(t)]
+        if call.name in _LIKE:               # on the device of what it is like
+            src = self._make(call.args[0], real, device)
+            name = "zeros_like" if call.name == "empty_like" else call.name
+            made = getattr(torch, name)(src, *call.args[1:], **call.kwargs)
+        else:
+            kwargs = {**call.kwargs, "device": device} if device is not None else call.kwargs
+            made = getattr(torch, call.name)(*call.args, **kwargs)
+        real[id(t)] = made
+        return made
+
     def on_device(self, index: int) -> bool:
-        """Whether size ``index`` can be drawn on a device: none of its draws asks for a
-        gradient."""
+        """Whether size ``index`` can be drawn on a device: none of its draws, nor what they are
+        made like, asks for a gradient."""
         return not any(self.recorded[id(t)].kwargs.get("requires_grad")
-                       for t in self._drawn(index))
+                       for t in self._needed(self._drawn(index)))
+
+    def _needed(self, metas: list[torch.Tensor]) -> list[torch.Tensor]:
+        """``metas`` and what each was made like, recursively."""
+        out, todo = {}, list(metas)
+        while todo:
+            t = todo.pop()
+            if id(t) not in out:
+                out[id(t)] = t
+                call = self.recorded[id(t)]
+                if call.name in _LIKE:
+                    todo.append(call.args[0])
+        return list(out.values())
 
     def _drawn(self, index: int) -> list[torch.Tensor]:
         """Size ``index``'s meta tensors, each once; ``Unsized`` where one was not drawn itself."""
