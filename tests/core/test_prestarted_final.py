@@ -113,16 +113,18 @@ def _fake_factory(quiet, gate):
     return made, make
 
 
-def test_a_quiet_start_takes_no_gpu_lock_is_not_waited_for_and_the_next_starts_on_a_handout(
+def test_quiet_starts_take_no_gpu_lock_are_not_waited_for_and_spares_are_kept_started(
         monkeypatch):
-    """A final-check worker told the GPU (``Worker.quiet_start``: no CUDA before its first
-    request) starts with no GPU lock, ``wait()`` (before a timed call) returns while it is still
-    starting, and handing one out starts the next. A start that asks CUDA takes the lock, is
-    waited for, and starts no next one."""
+    """Final-check workers told the GPU (``Worker.quiet_start``: no CUDA before their first
+    request) start with no GPU lock, ``QUIET_SPARES`` of them at once; ``wait()`` (before a
+    timed call) returns while they are still starting; each handout starts one more, the
+    oldest handed out first. A start that asks CUDA takes the lock, one at a time, is waited
+    for, and starts no next one."""
     import contextlib
     import threading
 
     from tritonforge.runtime import evaluator as evaluator_mod
+    from tritonforge.runtime.evaluator import QUIET_SPARES
 
     locks = []
 
@@ -134,23 +136,25 @@ def test_a_quiet_start_takes_no_gpu_lock_is_not_waited_for_and_the_next_starts_o
     made, make = _fake_factory(True, gate)
     fresh = PrestartedEvaluators(make)
     fresh.prestart()
-    fresh.wait()                           # returns though the start is still held at the gate
-    assert not made[0].worker.started
+    assert len(made) == QUIET_SPARES >= 2
+    fresh.wait()                           # returns though the starts are held at the gate
+    assert not any(ev.worker.started for ev in made)
     gate.set()
     first = fresh()
     assert first is made[0] and first.worker.started and fresh.prestarted == 1
-    assert len(made) == 2                  # the next one is starting already
+    assert len(made) == QUIET_SPARES + 1   # one more started as one is handed out
     second = fresh()
-    assert second is made[1] and second.worker.started and len(made) == 3
+    assert second is made[1] and second.worker.started and len(made) == QUIET_SPARES + 2
     assert locks == []
     fresh.close()
+    assert not fresh._waiting
 
     locks.clear()
     made, make = _fake_factory(False, threading.Event())
-    made_gate = made
     fresh = PrestartedEvaluators(make)
     fresh.prestart()
-    threading.Timer(0.3, lambda: made_gate[0].worker.gate.set()).start()
+    assert len(made) == 1
+    threading.Timer(0.3, lambda: made[0].worker.gate.set()).start()
     fresh.wait()                           # waits for the CUDA start
     assert made[0].worker.started and len(locks) == 1
     first = fresh()

@@ -440,3 +440,26 @@ def test_the_profile_runs_only_within_its_share_of_the_budget():
     go = BudgetPolicy(120.0, clock).profile_go()
     assert not go and go.reason.startswith("not profiled: 37 s of the 120 s budget")
     assert BudgetPolicy(None, Clock(1e6)).profile_go()
+
+
+def test_a_measured_check_counts_a_fresh_start_only_where_later_workers_are_not_started_ahead(
+        monkeypatch):
+    """A final check on its full plan rescales later ones (``FinalCheck._observe``) by what it
+    took, plus a fresh worker's start where a later check would pay one; with quiet-starting
+    spares (``PrestartedEvaluators.starts_ahead``) it would not."""
+    import tritonforge.search.final_check as fcm
+    from tritonforge.search.final_check import FRESH_START_S, FinalCheck
+
+    plan = object()
+    monkeypatch.setattr(fcm, "final_check_plan", lambda settings: plan)
+
+    def calibrated(maker):
+        fc = FinalCheck(SimpleNamespace(emit="fixed", min_speedup=1.05), ArbiterPolicy(), None,
+                        maker, None, lambda s: None, False, estimate_s=lambda cand: 20.0)
+        fc._observe(Candidate("x = 1\n", "r"), plan, 10.0)
+        return fc.calibration
+
+    assert calibrated(SimpleNamespace(starts_ahead=True)) == pytest.approx(10.0 / 20.0)
+    assert calibrated(SimpleNamespace(starts_ahead=False)) == \
+        pytest.approx((10.0 + FRESH_START_S) / 20.0)
+    assert calibrated(None) == pytest.approx((10.0 + FRESH_START_S) / 20.0)

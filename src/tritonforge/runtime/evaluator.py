@@ -63,84 +63,102 @@ COMPILE_PASS_RUNS = 3      # compile passes per request: the first, and again wi
 COMPILE_FIRST_PURPOSES = ("baseline",)
 
 
+# quiet-starting final-check workers kept started ahead of need: a record's final phase runs up
+# to a check, its twin runs and runners-up in a row, some of them a second long
+QUIET_SPARES = 3
+
+
 class PrestartedEvaluators:
-    """Fresh evaluators for final checks, one made and its worker started ahead of need.
+    """Fresh evaluators for final checks, made and their workers started ahead of need.
 
     A final check runs in a process that never saw a candidate; it need not be one started at
     that moment. Started inside the check, under its GPU lock, the worker cost 5-6 s of each
     final check on the H100 (python, torch, CUDA; 2026-11-25), and a record may run several.
-    ``prestart()`` starts one in a background thread (the optimizer calls it as a record
-    begins); a call returns that one once started, or, with none waiting, a new one that starts
-    on first use as before. A start that fails in the background is left to
+    ``prestart()`` starts workers in background threads (the optimizer calls it as a record
+    begins); a call returns the oldest one waiting once started, or, with none waiting, a new
+    one that starts on first use as before. A start that fails in the background is left to
     ``Worker.evaluate``, which starts it again and reports its failure as a result.
 
     A worker told the GPU another worker reported (``Worker.quiet_start``) starts as CPU work
     alone, its CUDA context made by its first request: it takes no GPU lock, ``wait()`` does not
-    wait for it, and the next one starts as soon as one is handed out. On two H200s (engine
-    c9c7cb3af1db, 2026-11-28) each fresh-process check after a record's first waited 7.5-8.6 s
-    for its worker: token_softmax_llama's four twin runs spent 32 s in starts, and its final
-    check then had no time left. A start that asks CUDA (no worker has reported the GPU yet)
-    takes the GPU lock as untimed work does, ``wait()`` waits for it before anything is timed
-    (a CUDA start beside a timed call could disturb it), and no next one starts on a handout:
-    the check just handed out would wait for that start's lock to time."""
+    wait for it, and ``QUIET_SPARES`` of them are kept waiting, one started as each is handed
+    out. On two H200s (engine c9c7cb3af1db, 2026-11-28) each fresh-process check after a
+    record's first waited 7.5-8.6 s for its worker: token_softmax_llama's final check and four
+    twin runs, a second or two of work each, spent 32 s in starts, and its last check then had
+    no time left; one worker started as the last is handed out would still have kept each of
+    them waiting most of a start. A start that asks CUDA (no worker has reported the GPU yet)
+    takes the GPU lock as untimed work does, one at a time, ``wait()`` waits for it before
+    anything is timed (a CUDA start beside a timed call could disturb it), and none starts on a
+    handout: the check just handed out would wait for that start's lock to time."""
 
     def __init__(self, make: Callable[[], "Evaluator"]):
         self._make = make
-        self._waiting: tuple["Evaluator", threading.Thread] | None = None
+        self._waiting: list[tuple["Evaluator", threading.Thread]] = []
+        self._quiet = False                  # the last evaluator made starts quietly
         self.prestarted = 0                  # evaluators handed out already started
 
     def prestart(self) -> None:
-        if self._waiting is not None:
-            return
+        """Start workers ahead of need: one, or ``QUIET_SPARES`` where they start quietly."""
+        while len(self._waiting) < (QUIET_SPARES if self._quiet else 1):
+            evaluator = self._made()
+
+            def start(evaluator: "Evaluator" = evaluator) -> None:
+                try:
+                    if evaluator.worker.quiet_start:
+                        evaluator.worker.start()
+                        return
+                    # as untimed GPU work: never beside another shard's timing
+                    with gpu_lock(lock_mode(evaluator.device == "cuda", False)):
+                        evaluator.worker.start()
+                except Exception as exc:  # noqa: BLE001 - evaluate() starts it again, says why
+                    log.warning("final-check worker did not start ahead of need: %s", exc)
+
+            thread = threading.Thread(target=start, name="final-check prestart", daemon=True)
+            thread.start()
+            self._waiting.append((evaluator, thread))
+
+    @property
+    def starts_ahead(self) -> bool:
+        """Whether every fresh check finds its worker started (quiet starts, spares kept)."""
+        return self._quiet
+
+    def _made(self) -> "Evaluator":
         evaluator = self._make()
-        quiet = evaluator.worker.quiet_start
-
-        def start() -> None:
-            try:
-                if quiet:
-                    evaluator.worker.start()
-                    return
-                # as untimed GPU work: never beside another shard's timing (gpu_lock_covers_all)
-                with gpu_lock(lock_mode(evaluator.device == "cuda", False)):
-                    evaluator.worker.start()
-            except Exception as exc:  # noqa: BLE001 - evaluate() starts it again, and says why
-                log.warning("final-check worker did not start ahead of need: %s", exc)
-
-        thread = threading.Thread(target=start, name="final-check prestart", daemon=True)
-        thread.start()
-        self._waiting = (evaluator, thread)
+        self._quiet = evaluator.worker.quiet_start
+        return evaluator
 
     def wait(self) -> None:
-        """Return once a worker being started ahead of need has started, where its start asks
-        CUDA (the optimizer calls this before it times anything, so no CUDA start overlaps a
-        timed call); at once for a quiet start."""
-        if self._waiting is not None and not self._waiting[0].worker.quiet_start:
-            self._waiting[1].join()
+        """Return once the workers being started ahead of need have started, where their start
+        asks CUDA (the optimizer calls this before it times anything, so no CUDA start overlaps
+        a timed call); at once for quiet starts."""
+        for evaluator, thread in list(self._waiting):
+            if not evaluator.worker.quiet_start:
+                thread.join()
 
     def _take(self) -> "Evaluator | None":
-        """The evaluator waiting, once its start has ended (None if none waits)."""
-        if self._waiting is None:
+        """The oldest evaluator waiting, once its start has ended (None if none waits)."""
+        if not self._waiting:
             return None
-        evaluator, thread = self._waiting
-        self._waiting = None
+        evaluator, thread = self._waiting.pop(0)
         thread.join()
         return evaluator
 
     def __call__(self) -> "Evaluator":
         evaluator = self._take()
         if evaluator is None:
-            evaluator = self._make()
+            evaluator = self._made()
         else:
             self.prestarted += 1
-        if evaluator.worker.quiet_start:
-            self.prestart()                  # the next fresh check's, while this one runs
+        if self._quiet:
+            self.prestart()                  # the spares topped up while this one runs
         return evaluator
 
     def close(self) -> None:
-        """Stop a worker started ahead of a final check that never came."""
-        evaluator = self._take()
-        if evaluator is not None:
-            evaluator.close()
+        """Stop the workers started ahead of final checks that never came."""
+        while self._waiting:
+            evaluator = self._take()
+            if evaluator is not None:
+                evaluator.close()
 
 
 def _end_by(deadline: float | None, end_within_s: float | None) -> float | None:

@@ -126,7 +126,10 @@ class FinalCheck:
             return
         static = self._model_s(cand)
         if static > 0:
-            self.calibration = (wall_s + FRESH_START_S) / static
+            # a later check's worker is started ahead too where they start quietly
+            # (runtime.evaluator.PrestartedEvaluators.starts_ahead): no start to count
+            ahead = getattr(getattr(self, "make_final_evaluator", None), "starts_ahead", False)
+            self.calibration = (wall_s + (0.0 if ahead is True else FRESH_START_S)) / static
 
     def _fixed_part(self) -> float:
         """The check's seconds outside timing and first-run autotuning: the record's own
