@@ -575,7 +575,7 @@ class FromTheBase(FakeStages):
         return out
 
 
-def _branching(clock_s, proposals, budget_s=120.0, accepted=False):
+def _branching(clock_s, proposals, budget_s=120.0, accepted=False, runner=False):
     """``Optimizer._rounds`` past its other fallbacks (the spare config round, the open round)."""
     from tritonforge.search.loop import Optimizer
 
@@ -583,8 +583,9 @@ def _branching(clock_s, proposals, budget_s=120.0, accepted=False):
     opt = Optimizer.__new__(Optimizer)
     opt.interpreted = False
     chain = (Candidate("x = 7\n", "fake"),) if accepted else ()
-    start = replace(_state(patience=1, chain=chain), spare_round=True, config_search_done=True,
-                    open_round_done=True)
+    runners = ((1.5, 0, Candidate("x = 8\n", "fake")),) if runner else ()
+    start = replace(_state(patience=1, chain=chain, runners=runners), spare_round=True,
+                    config_search_done=True, open_round_done=True)
     state, stop = opt._rounds(start, _env(stages), BudgetPolicy(budget_s, lambda: clock_s), 8)
     return stages, state, stop
 
@@ -618,6 +619,8 @@ def test_no_branch_round_from_a_candidate_far_slower_late_in_the_budget_or_past_
     assert len(stages.contexts) == 1 and not state.branched
     stages, state, stop = _branching(70.0, near)                 # under half left, none accepted
     assert len(stages.contexts) == 2 and state.branched
+    stages, state, stop = _branching(70.0, near, runner=True)    # one left to the final check
+    assert len(stages.contexts) == 1 and not state.branched
     stages, state, stop = _branching(10.0, near, budget_s=None)   # no budget: no time to spare
     assert len(stages.contexts) == 1 and not state.branched
     # a run of near misses, each a little slower: branched from at most MAX_BRANCHES times

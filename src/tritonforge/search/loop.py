@@ -577,13 +577,15 @@ class Optimizer:
     def _spare_time(self, state: SearchState, budget: BudgetPolicy) -> bool:
         """Whether a search that would stop may run an extra round (a spare configuration round,
         a branch, the open round): on a GPU with a budget, with more than ``SPARE_SHARE`` of it
-        left, or at any time while it has accepted nothing (it has nothing found to lose: the
+        left, or at any time while it has accepted nothing, nor left an accepted candidate to
+        the final check (``RoundEnv.deferred_room``): it has nothing found to lose, and the
         round's own start, ``BudgetPolicy.start_round``, says whether the round and the final
-        check fit). On two and four H200s (120 s a record, engine c064071456aa, 2026-11-28) 19 of
+        check fit. On two and four H200s (120 s a record, engine c064071456aa, 2026-11-28) 19 of
         87 records ended unimproved, "no gain" or "no new candidates", at 30-94 s of their
         budget, 13 of them past half of it and so with no extra round."""
         return not self.interpreted and budget.budget_s is not None \
-            and (budget.elapsed() < SPARE_SHARE * budget.budget_s or not state.chain)
+            and (budget.elapsed() < SPARE_SHARE * budget.budget_s
+                 or not (state.chain or state.runners))
 
     def _branch_due(self, stop: str, state: SearchState, budget: BudgetPolicy) -> bool:
         """Whether a search that would stop (nothing new, or out of patience) runs a round from
