@@ -94,7 +94,7 @@ def test_output_buffers_made_like_a_draw_are_made_with_it_and_empty_ones_are_zer
      "changed in place"),
     (lambda self: self.input_tensors.extend(_set_first(torch.randint(0, 9, (4,))) for _ in range(3)),
      "changed in place"),
-    (lambda self: self.input_tensors.extend((torch.rand(4), torch.empty(2 ** 28, dtype=torch.float32))
+    (lambda self: self.input_tensors.extend((torch.rand(4), torch.zeros(2 ** 28, dtype=torch.float32))
                                             for _ in range(3)), "GiB of inputs that are not draws"),
     (lambda self: self.input_tensors.extend(torch.empty_like(torch.rand(4) * 2) for _ in range(3)),
      "not drawn"),
@@ -222,3 +222,76 @@ def test_on_a_gpu_a_size_is_drawn_on_the_device_with_no_host_copy(tmp_path, monk
     assert (devices[:1] == ["cuda"]) is (not grad)
     y = builder.build(m, case, 0).arguments[0]
     assert torch.equal(x[0], y[0]) and len(m.moves) == 1    # the kept pristine copy's clone
+
+
+def _swallowing(self):
+    for i in range(3):
+        try:
+            x = torch.rand(4, device="cuda")
+        except Exception:  # noqa: BLE001 - a script that catches the refusal
+            x = torch.rand(4)
+        self.input_tensors.append(x)
+
+
+def _grad_after(self):
+    for i in range(3):
+        x = torch.rand(4)
+        x.requires_grad_()
+        self.input_tensors.append(x)
+
+
+def _with_empty(self):
+    for i in range(3):
+        q = torch.rand(2 ** i)
+        self.input_tensors.append((q, torch.empty(2 ** i, 3), torch.empty(2, pin_memory=False)))
+
+
+def test_a_refusal_the_script_catches_or_a_gradient_asked_after_the_draw_still_refuses():
+    with pytest.raises(Unsized, match="not deferred"):
+        plan_sizes(Sizes(_swallowing), seed=0)
+    with pytest.raises(Unsized, match="changed in place"):
+        plan_sizes(Sizes(_grad_after), seed=0)
+
+
+def test_an_empty_buffer_is_made_zero_filled_the_same_in_every_build_of_a_seed():
+    """``torch.empty`` holds whatever memory held: deferred, it is made zero-filled, so two
+    plans of one seed (a worker builds its plan again when the verifier moves between seeds)
+    give the same inputs."""
+    first = plan_sizes(Sizes(_with_empty), seed=2).materialize(2, 2)
+    again = plan_sizes(Sizes(_with_empty), seed=2).materialize(2, 2)
+    assert first[1].shape == (4, 3) and not first[1].is_meta and not first[1].any()
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert not first[2].is_meta and not first[2].any()     # made as written, zero-filled
+
+
+def test_a_device_draw_that_fails_after_one_succeeded_fails_the_build(tmp_path, monkeypatch):
+    """A worker whose first draw on its device fails draws on the host from then on (no CUDA
+    there); one whose draws there succeeded fails the build instead of switching to the host's
+    whole-set build, which would give a (case, seed) other values than its earlier builds (an
+    original's re-run would then seem to vary by itself). A to_cuda that took device draws
+    before and refuses one now fails the build the same way."""
+    from contextlib import nullcontext
+
+    from tritonforge.model import Case, CaseRole
+    from tritonforge.runtime import invoke
+    from tritonforge.runtime.sized_inputs import SizePlan
+
+    monkeypatch.delenv(perf_inputs.ENV_DIR, raising=False)
+    monkeypatch.setattr(invoke, "drawn_on", lambda device: nullcontext())
+    monkeypatch.setattr(invoke, "_free_device_bytes", lambda device: 0)    # nothing kept
+    real, calls = SizePlan.materialize, []
+
+    def flaky(self, index, seed, device=None):
+        calls.append(device)
+        if device is not None and len(calls) > 1:
+            raise RuntimeError("CUDA out of memory")
+        return real(self, index, seed)
+    monkeypatch.setattr(SizePlan, "materialize", flaky)
+    m = types.ModuleType("kmod_original")
+    m.grad, m.host_only, m.seen, m.moves = False, False, [], []
+    builder = InvocationBuilder(m, "cuda", tmp_path / "w0")
+    case = Case("perf-02", CaseRole.PERFORMANCE, PerfScriptCall(DEVICE_SCRIPT, "kmod", 2))
+    builder.build(m, case, 0)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        builder.build(m, case, 1)
+    assert hash(DEVICE_SCRIPT) not in builder._unsized

@@ -283,6 +283,10 @@ def test_the_silence_a_step_may_keep():
     assert step_timeout_s(first, "original", known, 30.0) == 30.0
     assert step_timeout_s(Progress("compile at first run", "original", "big"), "original", known,
                           180.0) == 180.0
+    # where the original itself was seen compiling slowly, a multiple of its slowest compile
+    from tritonforge.runtime.worker_client import COMPILE_STEP_FACTOR
+    assert step_timeout_s(first, "original", known, 180.0, 30.0) == COMPILE_STEP_FACTOR * 30.0
+    assert step_timeout_s(first, "original", known, 180.0, 2.0) == COMPILE_STEP_LIMIT_S
 
 
 def test_a_compile_inside_a_run_is_reported_as_a_compile():

@@ -804,17 +804,16 @@ def test_a_split_is_pending_where_it_beats_the_chain_by_the_gain_and_its_dispatc
 
 def test_no_room_for_the_deferred_tier_hands_the_accepted_candidates_to_the_final_check():
     """Where verifying the accepted candidates on the deferred tier would leave the final check
-    no room (``RoundEnv.deferred_room``), none is verified there: nothing becomes the incumbent,
-    and those accepted go to the final check (which verifies every case) as runners-up, best
-    first; with room, the deferred tier runs as before."""
+    no room (``RoundEnv.deferred_room``), none is verified there: the best accepted becomes the
+    incumbent on its earlier tiers, first in line for the final check (which verifies every
+    case), the others runners-up; with room, the deferred tier runs as before."""
     stages = LateWrong({1: [("x = 1 latewrong\n", 0.4), ("x = 2\n", 0.6), ("x = 3\n", 1.2)]})
     env = replace(_env(stages), deferred_room=lambda: False)
     s = run_round(_state(), env).state
     assert [tiers for tiers, _ in stages.tiers] == [(("c",),)]     # the deferred tier never ran
-    assert s.incumbent is ORIGINAL and s.stale == 1 and s.chain == ()
-    assert [c.source for _, _, c in sorted(s.runners, reverse=True)] == ["x = 1 latewrong\n",
-                                                                        "x = 2\n"]
-    assert any("not verified on the deferred tier (p)" in n for n in s.notes)
+    assert s.incumbent.source == "x = 1 latewrong\n" and s.stale == 0 and len(s.chain) == 1
+    assert [c.source for _, _, c in s.runners] == ["x = 2\n"]
+    assert any("left to the final check" in n and "(p)" in n for n in s.notes)
     stages = LateWrong({1: [("x = 1 latewrong\n", 0.4), ("x = 2\n", 0.6)]})
     s = run_round(_state(), replace(_env(stages), deferred_room=lambda: True)).state
     assert s.incumbent.source == "x = 2\n" and len(stages.tiers) == 3

@@ -140,6 +140,11 @@ class InvocationBuilder:
         self._size_plan: tuple[tuple[int, int], SizePlan] | None = None
         self._sized: tuple[tuple[int, int, int], Any] | None = None
         self._unsized: set[int] = set()
+        # whether this worker draws sizes on its device: unknown until the first draw there;
+        # once one succeeded a failure is the build's (the values of a (case, seed) never change
+        # path, so the original's re-runs see what its first run saw)
+        self._device_draws: bool | None = None
+        self._moved_drawn: set[int] = set()     # scripts whose to_cuda took a device draw
 
     def compile_file(self, source: str, kind: str):
         """Compile ``source`` from a real file: @triton.jit kernels defined in test sections and
@@ -328,22 +333,28 @@ class InvocationBuilder:
         where the host's way (drawn, copied to the host, stored to disk, loaded, moved back) took
         most of a record's baseline: fast_rope_embedding's fourteen sizes, 34 GB of host
         tensors, took 77 s of its 120 s on an H200 (engine c064071456aa, 2026-11-28). None where
-        the sizes cannot be drawn apart or a draw asks for a gradient (the host's way)."""
+        the sizes cannot be drawn apart or a draw asks for a gradient (the host's way), or where
+        this worker's first draw on the device failed. A failure after a draw there succeeded
+        is the build's: falling back would give a (case, seed) other values than an earlier
+        build of it (the host's way draws whole sets from the case's seed), and an original
+        re-run on them would seem to vary by itself."""
+        if self._device_draws is False:
+            return None
         plan = self._size_plan_for(instance, recipe, seed)
-        if plan is None:
+        if plan is None or not plan.on_device(recipe.index):
             return None
         try:
-            if not plan.on_device(recipe.index):
-                return None
-            return plan.materialize(recipe.index, seed, self.device)
-        except Unsized as exc:
-            self._refuse_sizes(recipe, exc)
-            return None
-        except Exception as exc:  # noqa: BLE001 - the host's way, as drawn_on falls back
+            drawn = plan.materialize(recipe.index, seed, self.device)
+        except Exception as exc:
+            if self._device_draws:
+                raise                        # drawn there before: this build fails, as a run
+            # never drawn on this device (no CUDA here): this worker draws on the host from now
             log.warning("%s: performance inputs drawn on the device failed (%s: %s); drawn on "
                         "the host", recipe.module_name, type(exc).__name__, exc)
-            self._unsized.add(hash(recipe.script))
+            self._device_draws = False
             return None
+        self._device_draws = True
+        return drawn
 
     def _perf_call(self, module: types.ModuleType, recipe: PerfScriptCall, seed: int) -> Invocation:
         instance = self._perf_instance(module, recipe)
@@ -379,12 +390,17 @@ class InvocationBuilder:
         drawn = self._drawn_on_device(instance, recipe, seed)
         inputs = None
         if drawn is not None:
+            script = hash(recipe.script)
             try:
                 inputs = instance.to_cuda(drawn)
             except Exception as exc:  # noqa: BLE001 - a to_cuda that wants host tensors
+                if script in self._moved_drawn:
+                    raise                    # it took them before: this build fails, as a run
                 log.info("%s: to_cuda refused inputs drawn on the device (%s: %s); drawn on the "
                          "host", recipe.module_name, type(exc).__name__, exc)
-                self._unsized.add(hash(recipe.script))
+                self._unsized.add(script)
+            else:
+                self._moved_drawn.add(script)
             del drawn
         if inputs is None:
             inputs = instance.to_cuda(clone_tree(self._perf_input(instance, recipe, seed)))

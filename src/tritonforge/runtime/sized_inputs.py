@@ -10,9 +10,9 @@ logits for fourteen sizes each time, where its timing of perf-13 took 2.6 s.
 ``plan_sizes`` runs the script once with its host random draws (``torch.rand``, ``randn``,
 ``randint``, ``randperm`` with plain arguments) made on the ``meta`` device: shapes without data,
 at no cost; an output buffer made like a draw (``torch.empty_like(q)``, ``zeros_like``...) is
-deferred with it (``empty_like`` made as ``zeros_like``: uninitialised memory would differ between
-two builds of one seed). ``SizePlan.materialize(index, seed)`` then draws, for real, only the
-tensors of that size, each with the call the script made, from a seed of the size's own
+deferred with it, as are ``torch.empty`` buffers, made zero-filled (uninitialised memory would
+differ between two builds of one seed). ``SizePlan.materialize(index, seed)`` then draws, for
+real, only the tensors of that size, each with the call the script made, from a seed of its own
 (``sized_seed``): a deterministic function of the case's seed and size, as every build must be
 (the original and the candidate see the same inputs), with the values of another seed, as any
 seed's.
@@ -43,8 +43,12 @@ _LIKE = ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "ran
          "randint_like")
 _LIKE_KEYWORDS = frozenset({"dtype", "requires_grad", "memory_format", "fill_value", "low",
                             "high"})
+# uninitialised host tensors (an output buffer): deferred and made zero-filled, for the same
+# reason as empty_like
+_EMPTY = ("empty", "empty_strided")
 # the keywords a deferred draw may carry (as ``drawn_inputs``); any other means it is not deferred
-_PLAIN_KEYWORDS = frozenset({"size", "dtype", "device", "requires_grad", "low", "high", "n"})
+_PLAIN_KEYWORDS = frozenset({"size", "dtype", "device", "requires_grad", "low", "high", "n",
+                             "stride"})
 _SCALARS = (int, float, bool, str, type(None), torch.dtype, torch.device)
 # the bytes of the tensors a script builds without drawing them (zeros, ones, an arange) that a
 # plan may hold for all its sizes; more, and the script is built whole (shared on disk)
@@ -74,18 +78,25 @@ def _on_host(device: Any) -> bool:
 
 
 @contextmanager
-def _meta_draws(recorded: dict[int, _Draw], keep: list) -> Iterator[None]:
-    saved = {name: getattr(torch, name) for name in _FACTORIES + _LIKE}
+def _meta_draws(recorded: dict[int, _Draw], keep: list, refused: list[str]) -> Iterator[None]:
+    saved = {name: getattr(torch, name) for name in _FACTORIES + _LIKE + _EMPTY}
 
     def record(name: str, args: tuple, kwargs: dict, tensor: torch.Tensor) -> torch.Tensor:
         recorded[id(tensor)] = _Draw(len(recorded), name, args, dict(kwargs), tensor._version)
         keep.append(tensor)              # alive while the plan is: its id stays its own
         return tensor
 
+    def refuse(why: str) -> Unsized:
+        refused.append(why)              # said again after the run: a script may catch it
+        return Unsized(why)
+
     def deferred(name: str, original: Any) -> Any:
         def draw(*args: Any, **kwargs: Any) -> Any:
             if set(kwargs) - _PLAIN_KEYWORDS or not _on_host(kwargs.get("device")):
-                raise Unsized(f"torch.{name} with {sorted(kwargs)} is not deferred")
+                if name in _EMPTY:       # made as written, zero-filled (its bytes count:
+                    with torch.no_grad():    # PLAN_HELD_BYTES)
+                        return original(*args, **kwargs).zero_()
+                raise refuse(f"torch.{name} with {sorted(kwargs)} is not deferred")
             return record(name, args, kwargs, original(*args, **{**kwargs, "device": "meta"}))
         return draw
 
@@ -95,7 +106,7 @@ def _meta_draws(recorded: dict[int, _Draw], keep: list) -> Iterator[None]:
                 return original(src, *args, **kwargs)         # like a real tensor: real
             if id(src) not in recorded or set(kwargs) - _LIKE_KEYWORDS \
                     or any(isinstance(a, torch.Tensor) for a in args):
-                raise Unsized(f"torch.{name} of a tensor not drawn, or with {sorted(kwargs)}")
+                raise refuse(f"torch.{name} of a tensor not drawn, or with {sorted(kwargs)}")
             return record(name, (src,) + args, kwargs, original(src, *args, **kwargs))
         return made
 
@@ -191,6 +202,9 @@ class SizePlan:
         else:
             kwargs = {**call.kwargs, "device": device} if device is not None else call.kwargs
             made = getattr(torch, call.name)(*call.args, **kwargs)
+            if call.name in _EMPTY:
+                with torch.no_grad():
+                    made.zero_()
         real[id(t)] = made
         return made
 
@@ -217,7 +231,9 @@ class SizePlan:
         metas = list({id(t): t for t in _metas(self.entries[index])}.values())
         if any(id(t) not in self.recorded for t in metas):
             raise Unsized(f"size {index}: an input is computed from a draw, not drawn itself")
-        if any(t._version != self.recorded[id(t)].version for t in metas):
+        if any(t._version != self.recorded[id(t)].version
+               or t.requires_grad != bool(self.recorded[id(t)].kwargs.get("requires_grad"))
+               for t in metas):
             raise Unsized(f"size {index}: an input is changed in place after its draw")
         return metas
 
@@ -228,10 +244,11 @@ def plan_sizes(instance: Any, seed: int) -> SizePlan:
     left empty, as the full build leaves it."""
     recorded: dict[int, _Draw] = {}
     keep: list = []
+    refused: list[str] = []
     seed_everything(seed)
     instance.input_tensors = []
     try:
-        with _meta_draws(recorded, keep):
+        with _meta_draws(recorded, keep, refused):
             instance.get_input_tensors()
         entries = list(instance.input_tensors)
     except Unsized:
@@ -241,6 +258,8 @@ def plan_sizes(instance: Any, seed: int) -> SizePlan:
                       f"{exc}"[:300]) from exc
     finally:
         instance.input_tensors = []
+    if refused:
+        raise Unsized(refused[0])
     if not recorded:
         raise Unsized("the script draws nothing on the host")
     if not all(_plain(e) for e in entries):
@@ -254,7 +273,10 @@ def plan_sizes(instance: Any, seed: int) -> SizePlan:
     if any(True for _ in _metas(list(kept.values()))) or not all(
             _plain(v) or not _holds_tensor(v) for v in kept.values()):
         raise Unsized("the script keeps a draw outside its inputs")
-    return SizePlan(entries, recorded, keep)
+    plan = SizePlan(entries, recorded, keep)
+    for index in range(len(plan)):       # refused as a whole, never one size after another
+        plan._drawn(index)
+    return plan
 
 
 def _holds_tensor(value: Any) -> bool:

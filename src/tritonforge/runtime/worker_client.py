@@ -68,22 +68,31 @@ _TIMED_STEPS = frozenset({"run"})
 # generated odd row length (its tile is next_power_of_2 of the row) for 29 s and for 70 s, the
 # second until the record's cap, with round 1 waiting for it and nothing ever timed; every other
 # candidate kernel of that run compiled in under 23 s, most in under 3 s.
+# Where this process saw the original itself compile a kernel at its first run for longer (the
+# generated cases' runs of it, a fresh worker's first verification), the limit is
+# ``COMPILE_STEP_FACTOR`` times its slowest such compile: a kernel slow to compile stays so.
 COMPILE_STEP_LIMIT_S = 40.0
+COMPILE_STEP_FACTOR = 3.0
 _COMPILE_STEP = "compile at first run"
+# task source hash -> the slowest compile at first run of a request's first variant (the
+# original, or the incumbent of a timing) this process has seen (driver side, every worker)
+_reference_compile_s: dict[str, float] = {}
 
 _dying: set[threading.Thread] = set()
 _dying_lock = threading.Lock()
 
 
 def step_timeout_s(last: Progress, reference: str | None,
-                   reference_s: dict[tuple[str, str | None], float], timeout_s: float) -> float:
+                   reference_s: dict[tuple[str, str | None], float], timeout_s: float,
+                   reference_compile_s: float = 0.0) -> float:
     """How long the worker may stay silent after ``last``: ``timeout_s``, or, for a variant's
     run of a case the reference ran before it in this request (``reference_s``: the seconds the
     reference's step took, to its next message), ``STEP_TIMEOUT_FACTOR`` times that, at least
     ``STEP_TIMEOUT_FLOOR_S``, at most ``timeout_s``; for a variant's kernel compiling at its first
-    run of a case, ``COMPILE_STEP_LIMIT_S`` at most."""
+    run of a case, ``COMPILE_STEP_LIMIT_S`` or ``COMPILE_STEP_FACTOR`` times the reference's
+    slowest (``reference_compile_s``), whichever is longer."""
     if last.stage == _COMPILE_STEP and last.variant != reference:
-        return min(timeout_s, COMPILE_STEP_LIMIT_S)
+        return min(timeout_s, max(COMPILE_STEP_LIMIT_S, COMPILE_STEP_FACTOR * reference_compile_s))
     known = reference_s.get((last.stage, last.case_id))
     if last.stage not in _TIMED_STEPS or last.variant == reference or known is None:
         return timeout_s
@@ -420,8 +429,14 @@ class Worker:
                         if last.variant == reference and last.stage in _TIMED_STEPS:
                             key = (last.stage, last.case_id)
                             reference_s[key] = max(reference_s.get(key, 0.0), now - step_start)
+                        if last.variant == reference and last.stage == _COMPILE_STEP:
+                            _reference_compile_s[request.task.source_hash] = max(
+                                _reference_compile_s.get(request.task.source_hash, 0.0),
+                                now - step_start)
                         step_start = now
-                        silent_s = step_timeout_s(message, reference, reference_s, self.timeout_s)
+                        silent_s = step_timeout_s(
+                            message, reference, reference_s, self.timeout_s,
+                            _reference_compile_s.get(request.task.source_hash, 0.0))
                     last = message
             # checked after every message too: a worker sending progress more often than the
             # poll would otherwise never meet its deadline or its memory limit

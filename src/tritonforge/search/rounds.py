@@ -322,8 +322,8 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     until one passes: the new incumbent. One that fails there is recorded as that failure.
 
     Not where that verification would leave the final check no room before the cap
-    (``RoundEnv.deferred_room``): the accepted ones go to the final check as runners-up, which
-    verifies them on every case. On two H200s (engine c9c7cb3af1db, 120 s a record, 2026-11-28)
+    (``RoundEnv.deferred_room``): the best accepted becomes the incumbent on its earlier tiers,
+    the others runners-up as usual, and the final check verifies them on every case. On two H200s (engine c9c7cb3af1db, 120 s a record, 2026-11-28)
     fast_ce_loss accepted a 1.40x candidate at 110 s; its deferred tier (perf-00 and perf-13,
     8 GiB of logits) took 30 s, 25 s of it the fresh-seed recheck of perf-13, and the final
     check, about 32 s, then had 7 s left."""
@@ -384,12 +384,12 @@ def _time_and_judge(state: SearchState, env: RoundEnv, good: list[Candidate],
     _, late = split_deferred(state.task, state.verify_tiers)
     unchecked: set[str] = set()
     if late and best is not None and not env.deferred_room():
-        # the final check verifies every case in a fresh process: the deferred tier, checked
-        # first, would only make an incumbent for a round there is no time for
-        unchecked, best = {c.hash for _, _, c in clean}, None
-        notes.append(f"round {round_}: {len(clean)} accepted candidate(s) left to the final "
-                     f"check, not verified on the deferred tier ({', '.join(late)}) first: "
-                     "that would leave the final check no room before the cap")
+        # the final check verifies every case in a fresh process: checked first, the deferred
+        # tier would leave it no room, for an incumbent no later round has time to build on
+        notes.append(f"round {round_}: {best[1].description or best[1].hash[:12]} accepted on "
+                     f"its earlier tiers; the performance cases checked once accepted "
+                     f"({', '.join(late)}) are left to the final check, which verifies every "
+                     "case: checked first, they would leave it no room before the cap")
         st.progress(f"{state.task.name}: {notes[-1]}")
     elif late and best is not None:
         best, failed, unchecked, unsafe = _verify_deferred(state, env, clean, late, in_time,
