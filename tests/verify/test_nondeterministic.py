@@ -114,3 +114,35 @@ def test_too_few_runs_to_see_every_value_refuses_rather_than_guesses():
     verdict = verify(_module(f=_racing), _module(f=lambda x: _racing(x, always_b=True)), CASES,
                      build, options=few)
     assert not verdict.passed
+
+
+def test_a_rerun_of_the_original_on_inputs_built_otherwise_is_not_its_own_variation():
+    """The original's re-runs (to see it vary) must start from the inputs its first run started
+    from: a build of a (case, seed) that came out other than the first (a builder drifting
+    between builds) would make a deterministic original seem to differ from itself on every
+    element, and forgive a wrong candidate. Here every build after the first is shifted: the
+    re-runs are not counted, and the candidate wrong on three elements is rejected."""
+    from tritonforge.runtime.invoke import Invocation
+
+    builds = {"n": 0}
+
+    def drifting(module, case, seed, device=None):
+        inv = build(module, case, seed, device)
+        builds["n"] += 1
+        if builds["n"] > 1:
+            with torch.no_grad():
+                inv.arguments[0].add_(float(builds["n"]))
+        return Invocation(inv.call, inv.arguments)
+
+    def ref(x):
+        out = torch.empty_like(x)
+        kernels.add_one(x, out)
+        return out
+
+    def off_by_three(x):
+        out = ref(x)
+        out[:3] = -out[:3]
+        return out
+    verdict = verify(_module(f=ref), _module(f=off_by_three), CASES, drifting, options=QUIET)
+    assert not verdict.passed
+    assert any(m.kind in ("value", "norm") for m in verdict.mismatches)

@@ -507,6 +507,8 @@ class _Verifier(ShippedChecks):
         """How another run of the original differs from ``ref``; of that run only what ``seen``
         keeps outlives the call (a run holds every argument: GBs for a KV-cache copy)."""
         again = self._reference(case, seed, poison=layout.outputs, again=True)
+        if not _same_start(ref, again):
+            return []          # built from other inputs: nothing it differs by is the original's
         if seen is not None:
             seen.add(again)
         return self._compare_run(ref, again, case, seed)
@@ -526,7 +528,10 @@ class _Verifier(ShippedChecks):
                 return True
             if left < 0 or seen.runs >= self.options.self_variation_runs + self.options.race_runs:
                 return False
-            seen.add(self._reference(case, seed, poison=layout.outputs, again=True))
+            again = self._reference(case, seed, poison=layout.outputs, again=True)
+            if not _same_start(ref, again):
+                return False
+            seen.add(again)
 
     def _compare_run(self, ref: Run, cand: Run, case: Case, seed: int) -> list[Mismatch]:
         found = self.compare(ref.result, cand.result, case, seed, "return")
@@ -679,6 +684,15 @@ def _moved(run: Run) -> bool:
     late = [t for _, t in iter_tensors(run.late_result, "return")] + \
         [run.late_args[p] for p in sorted(run.late_args or {})]  # type: ignore[index]
     return not all(bitwise_equal(a, b) for a, b in zip(early, late))
+
+
+def _same_start(ref: Run, again: Run) -> bool:
+    """Whether a re-run of the original started from the inputs ``ref`` started from, bit for
+    bit, on every argument both kept: the original's own variation is what it does on the same
+    inputs, never what other inputs make it do (a build of a (case, seed) that came out other
+    than the first, however it happened, must not pass for nondeterminism)."""
+    return all(bitwise_equal(t, again.pristine[p]) for p, t in ref.pristine.items()
+               if p in again.pristine)
 
 
 def _written_part(run: Run) -> Run:
