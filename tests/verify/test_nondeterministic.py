@@ -58,16 +58,20 @@ def test_a_candidate_wrong_beyond_that_variation_is_rejected():
     assert any(m.kind in ("value", "norm") for m in verdict.mismatches)
 
 
+def _add_one(x):
+    out = torch.empty_like(x)
+    kernels.add_one(x, out)
+    return out
+
+
+def _off_by_three(x):
+    out = _add_one(x)
+    out[:3] = -out[:3]
+    return out
+
+
 def test_a_deterministic_original_forgives_nothing():
-    def ref(x):
-        out = torch.empty_like(x)
-        kernels.add_one(x, out)
-        return out
-    def off_by_three(x):
-        out = ref(x)
-        out[:3] = -out[:3]
-        return out
-    verdict = verify(_module(f=ref), _module(f=off_by_three), CASES, build, options=QUIET)
+    verdict = verify(_module(f=_add_one), _module(f=_off_by_three), CASES, build, options=QUIET)
     assert not verdict.passed and not verdict.notes
 
 
@@ -134,15 +138,7 @@ def test_a_rerun_of_the_original_on_inputs_built_otherwise_is_not_its_own_variat
                 inv.arguments[0].add_(float(builds["n"]))
         return Invocation(inv.call, inv.arguments)
 
-    def ref(x):
-        out = torch.empty_like(x)
-        kernels.add_one(x, out)
-        return out
-
-    def off_by_three(x):
-        out = ref(x)
-        out[:3] = -out[:3]
-        return out
-    verdict = verify(_module(f=ref), _module(f=off_by_three), CASES, drifting, options=QUIET)
+    verdict = verify(_module(f=_add_one), _module(f=_off_by_three), CASES, drifting,
+                     options=QUIET)
     assert not verdict.passed
     assert any(m.kind in ("value", "norm") for m in verdict.mismatches)
