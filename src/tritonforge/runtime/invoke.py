@@ -412,15 +412,10 @@ class InvocationBuilder:
         """How many sizes the script builds: from its sizes as shapes where they can be drawn
         apart (``runtime.sized_inputs``), else from its built inputs."""
         key = (hash(recipe.script), seed)
-        if key not in self._perf_inputs and key[0] not in self._unsized:
-            try:
-                if self._size_plan is None or self._size_plan[0] != key:
-                    self._size_plan = None
-                    self._size_plan = (key, plan_sizes(
-                        self._perf_instance(self.reference, recipe), seed))
-                return len(self._size_plan[1])
-            except Unsized:
-                self._unsized.add(key[0])
+        if key not in self._perf_inputs:
+            plan = self._size_plan_for(self._perf_instance(self.reference, recipe), recipe, seed)
+            if plan is not None:
+                return len(plan)
         self._perf_call(self.reference, recipe, seed)   # fills the input cache
         if key in self._perf_inputs:
             return len(self._perf_inputs[key])

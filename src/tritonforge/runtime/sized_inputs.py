@@ -34,6 +34,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ..verify.tree import iter_tensors, map_tensors
 from .inputs import seed_everything
 
 _FACTORIES = ("rand", "randn", "randint", "randperm")
@@ -131,35 +132,11 @@ def _plain(value: Any) -> bool:
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
+    return (t for _, t in iter_tensors(value, ""))
 
 
 def _metas(value: Any) -> Iterator[torch.Tensor]:
     return (t for t in _tensors(value) if t.is_meta)
-
-
-def _swap(value: Any, real: dict[int, torch.Tensor]) -> Any:
-    """``value`` with each tensor whose id is in ``real`` replaced by it (structure kept)."""
-    if isinstance(value, torch.Tensor):
-        return real.get(id(value), value)
-    if isinstance(value, list):
-        return [_swap(v, real) for v in value]
-    if isinstance(value, tuple):
-        items = [_swap(v, real) for v in value]
-        if hasattr(value, "_fields"):        # namedtuple
-            return type(value)(*items)
-        return tuple(items) if type(value) is tuple else type(value)(items)
-    if isinstance(value, dict):
-        items = {k: _swap(v, real) for k, v in value.items()}
-        return items if type(value) is dict else type(value)(items)
-    return value
 
 
 @dataclass
@@ -187,7 +164,7 @@ class SizePlan:
         real: dict[int, torch.Tensor] = {}
         for t in sorted(metas, key=lambda t: self.recorded[id(t)].order):
             self._make(t, real, device if to_device else None)
-        return _swap(entry, real)
+        return map_tensors(entry, lambda t: real.get(id(t), t))
 
     def _make(self, t: torch.Tensor, real: dict[int, torch.Tensor], device: str | None
               ) -> torch.Tensor:

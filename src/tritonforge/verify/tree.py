@@ -6,7 +6,7 @@ Paths name where a value sits the way a user reads it: ``return``, ``return[1]``
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -25,18 +25,15 @@ def iter_tensors(value: Any, path: str) -> Iterator[tuple[str, torch.Tensor]]:
             yield from iter_tensors(item, f"{path}[{key!r}]")
 
 
-def clone_tree(value: Any) -> Any:
-    """A copy of ``value`` whose tensors are detached clones (same strides); the rest is shared.
-
-    On a GPU the clone is ordered on the current stream: it captures what the caller would see.
-    """
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """``value`` with each tensor inside it replaced by ``fn(tensor)``; the containers rebuilt as
+    their own types where they can be (namedtuples, tuple and dict subclasses), the rest shared."""
     if isinstance(value, torch.Tensor):
-        with torch.no_grad():
-            return value.detach().clone(memory_format=torch.preserve_format)
+        return fn(value)
     if isinstance(value, list):
-        return [clone_tree(v) for v in value]
+        return [map_tensors(v, fn) for v in value]
     if isinstance(value, tuple):
-        items = [clone_tree(v) for v in value]
+        items = [map_tensors(v, fn) for v in value]
         if hasattr(value, "_fields"):        # namedtuple
             return type(value)(*items)
         if type(value) is tuple:
@@ -46,7 +43,7 @@ def clone_tree(value: Any) -> Any:
         except TypeError:
             return tuple(items)
     if isinstance(value, dict):
-        items = {k: clone_tree(v) for k, v in value.items()}
+        items = {k: map_tensors(v, fn) for k, v in value.items()}
         if type(value) is dict:
             return items
         try:
@@ -54,6 +51,19 @@ def clone_tree(value: Any) -> Any:
         except TypeError:
             return items
     return value
+
+
+def _detached_clone(t: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return t.detach().clone(memory_format=torch.preserve_format)
+
+
+def clone_tree(value: Any) -> Any:
+    """A copy of ``value`` whose tensors are detached clones (same strides); the rest is shared.
+
+    On a GPU the clone is ordered on the current stream: it captures what the caller would see.
+    """
+    return map_tensors(value, _detached_clone)
 
 
 def as_bits(t: torch.Tensor) -> torch.Tensor:
