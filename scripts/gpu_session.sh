@@ -203,6 +203,8 @@ for step in "$@"; do
       # the host in a 77 s baseline; token_softmax_llama: four twin runs' worker starts;
       # max_reduction: a candidate kernel compiling 70 s; ...); two GPUs run about seven in a
       # 555 s call
+      if [ -n "${ENGINE_TREE:-}" ]; then log "smoke not run: ENGINE_TREE is set (a smoke runs the checkout's engine)"; continue; fi
+      PASS_DIR="${SMOKE_DIR:-/tmp/smoke}"; mkdir -p "$PASS_DIR"
       NAMES="${SMOKE_NAMES:-fast_ce_loss,fast_rope_embedding,token_softmax_llama,max_reduction,fused_recurrent_hgrn,flash_decode2_phi,attention_llama,chunk_linear_attn,context_attn_bloom,layer_norm_ops}"
       SMOKE_AFTER=1; STORE_TAG=-smoke      # a run store of its own, never a pass's
       ;&
