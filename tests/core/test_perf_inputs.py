@@ -317,6 +317,52 @@ def test_the_variants_of_a_case_get_device_clones_of_one_move_from_the_host(tmp_
     assert len(mod.moves) == 4
 
 
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
+
+
+def test_each_device_build_lies_at_the_start_of_a_buffer_padded_with_garbage(tmp_path, monkeypatch):
+    """An original that stores a little past its argument's end (token_softmax_llama's) writes
+    into memory its process owns, not into another allocation or unmapped memory; the pad is
+    0x7F bytes, so a candidate that drops a mask reads garbage there, not zeros."""
+    from tritonforge.runtime.invoke import TAIL_FILL, TAIL_PAD_MIN
+
+    builder, mod = _device_builder(tmp_path, monkeypatch, 10 ** 12)
+    first = builder.build(mod, _device_case(2), 0).arguments[0][0]     # 32 floats: 128 bytes
+    raw = _storage_bytes(first)
+    assert first.data_ptr() == first.untyped_storage().data_ptr()      # alignment as allocated
+    assert raw.numel() == first.nbytes + TAIL_PAD_MIN
+    assert bool((raw[first.nbytes:] == TAIL_FILL).all())
+    raw[first.nbytes:].fill_(0)                                        # a store past its end...
+    second = builder.build(mod, _device_case(2), 0).arguments[0][0]    # the kept copy's clone
+    assert torch.equal(second, first) and len(mod.moves) == 1
+    raw2 = _storage_bytes(second)
+    assert raw2.numel() == second.nbytes + TAIL_PAD_MIN              # ...reaches no other build
+    assert bool((raw2[second.nbytes:] == TAIL_FILL).all())
+    second.fill_(-1.0)
+    assert not torch.equal(builder.build(mod, _device_case(2), 0).arguments[0][0], second)
+
+
+def test_tail_padding_keeps_views_together_gradients_and_a_total_bound(monkeypatch):
+    from tritonforge.runtime import invoke
+
+    base = torch.arange(12, dtype=torch.float32)
+    view = base[4:].view(2, 4)
+    leaf = torch.ones(3, requires_grad=True)
+    small = torch.zeros(2, dtype=torch.int64)
+    monkeypatch.setattr(invoke, "TAIL_PAD_TOTAL", 2 * invoke.TAIL_PAD_MIN)
+    out = invoke.tail_padded((base, [view, {"g": leaf}], small, 7))
+    assert out[0] is base and out[1][0] is view and out[3] == 7      # re-pointed in place
+    assert base.untyped_storage().data_ptr() == view.untyped_storage().data_ptr()
+    assert torch.equal(view.flatten(), torch.arange(4.0, 12.0)) and view.storage_offset() == 4
+    assert _storage_bytes(base).numel() == 48 + invoke.TAIL_PAD_MIN
+    assert leaf.requires_grad and leaf.is_leaf
+    assert _storage_bytes(leaf).numel() == 12 + invoke.TAIL_PAD_MIN
+    assert _storage_bytes(small).numel() == 16                         # past the total: left
+    (leaf * 2).sum().backward()
+    assert torch.equal(leaf.grad, torch.full((3,), 2.0))
+
+
 def test_nothing_is_kept_where_the_free_memory_is_unknown_or_too_small(tmp_path, monkeypatch):
     builder, mod = _device_builder(tmp_path, monkeypatch, None)
     builder.build(mod, _device_case(2), 0)

@@ -88,6 +88,9 @@ def test_guarded_storages_keep_values_and_views():
     assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()   # still one storage
     b[0] = -1.0
     assert not bounds.pads_changed(guarded)
+    twice = torch.arange(6.0, device=DEVICE)                  # one tensor under two names:
+    bounds.guard_storages({"x": twice, "y": twice})           # moved once, not shifted twice
+    assert torch.equal(twice, torch.arange(6.0, device=DEVICE))
     # the pad right after a's and b's storage: a store one element past b's end lands there
     buf, pad, nbytes = next(g for g in guarded if g[2] == 24 * 4)
     buf[pad + nbytes] = 1

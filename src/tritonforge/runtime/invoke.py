@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from ..model import CapturedCall, Case, PerfScriptCall, SpecCall, TestSectionCall, content_hash
+from ..verify.tree import iter_tensors, map_tensors, move_storages
 from . import perf_inputs
 from .drawn_inputs import drawn_on
 from .inputs import build_args, clone_tree, seed_everything
@@ -46,6 +47,55 @@ class Invocation:
 
 KEEP_SHARE = 0.25      # a pristine copy is kept only where it takes at most this share of the
                        # device's free memory (``InvocationBuilder._device_inputs``)
+
+
+# A performance build handed to a variant on a GPU lies at the start of a buffer with room after
+# it (``tail_padded``): an original that reads or writes a little past its arguments' end (their
+# sizes are the script's, the kernel's indexing its own) then stays in memory the process owns,
+# as it did when every size of the script was built at once and its neighbours were other
+# inputs. Drawn one size at a time, token_softmax_llama's original (its 3-D logits indexed as
+# 2-D: rows up to 510 past the end, 1 MB) hit an illegal memory access on its two largest sizes
+# while it was timed and on five more in the final check's fresh process, and no performance
+# case was left to judge a candidate (four H200s, engine b5d2db76c1e1, 2026-11-28). The pad is
+# filled with 0x7F bytes, not zeros: a candidate that drops a mask reads garbage there, as it
+# would in the wild, where zeros would add nothing to a sum.
+TAIL_PAD_MIN = 2 << 20          # bytes after each storage: a quarter of it, within these bounds
+TAIL_PAD_MAX = 64 << 20
+TAIL_PAD_TOTAL = 1 << 30        # at most this much padding per build (the first storages get it)
+TAIL_FILL = 0x7F
+
+
+def _tail_pad_bytes(nbytes: int) -> int:
+    pad = min(max(nbytes // 4, TAIL_PAD_MIN), TAIL_PAD_MAX)
+    return (pad + 511) // 512 * 512
+
+
+def tail_padded(inputs: Any) -> Any:
+    """``inputs`` with each distinct tensor storage moved to the start of a buffer with a pad of
+    ``TAIL_FILL`` bytes after it (``verify.tree.move_storages``; the tensors re-pointed in place,
+    values, strides and alignment unchanged), while the pads total at most ``TAIL_PAD_TOTAL``."""
+    chosen, seen, total = [], set(), 0
+    for _, t in iter_tensors(inputs, ""):
+        key = t.untyped_storage().data_ptr()
+        if key not in seen:
+            seen.add(key)
+            total += _tail_pad_bytes(t.untyped_storage().nbytes())
+            if total > TAIL_PAD_TOTAL:
+                break
+        chosen.append(t)
+    move_storages(chosen, lambda nbytes: (0, _tail_pad_bytes(nbytes)), TAIL_FILL)
+    return inputs
+
+
+def _aliases(inputs: Any) -> Any:
+    """New tensor objects on the storages of ``inputs``' tensors (same offsets, sizes, strides,
+    ``requires_grad``): moving them (``tail_padded``) copies the bytes and leaves ``inputs``."""
+    def alias(t: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            a = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+        return a.requires_grad_(t.requires_grad) if t.is_leaf else a
+    return map_tensors(inputs, alias)
 
 
 def _free_device_bytes(device: str) -> int | None:
@@ -385,7 +435,7 @@ class InvocationBuilder:
         key = (hash(recipe.script), seed, recipe.index)
         kept = self._kept_on_device
         if kept is not None and kept[0] == key:
-            return clone_tree(kept[1])
+            return tail_padded(_aliases(kept[1]))     # a padded copy: the kept one stays
         self._kept_on_device = None          # the last size's copy goes before this one is built
         drawn = self._drawn_on_device(instance, recipe, seed)
         inputs = None
@@ -404,7 +454,9 @@ class InvocationBuilder:
             del drawn
         if inputs is None:
             inputs = instance.to_cuda(clone_tree(self._perf_input(instance, recipe, seed)))
-        if reusable_on_device(inputs, _free_device_bytes(self.device)):
+        reusable = reusable_on_device(inputs, _free_device_bytes(self.device))
+        inputs = tail_padded(inputs)
+        if reusable:
             self._kept_on_device = (key, clone_tree(inputs))
         return inputs
 

@@ -42,7 +42,7 @@ import torch
 from ..model import Case
 from .original_runs import case_key
 from .runner import MakeInvocation, _seed
-from .tree import bitwise_equal, clone_tree, iter_tensors, same_bits
+from .tree import bitwise_equal, clone_tree, iter_tensors, move_storages, same_bits
 
 PATTERNS = (0x00, 0x7F, 0x00)   # the pads' bytes, call by call: 0x7F7F... is a NaN in fp16, huge in fp32
 PAD_MIN = 1 << 20
@@ -81,28 +81,8 @@ def guard_storages(tensors: dict[str, torch.Tensor], pattern: int = PATTERNS[0]
     """Move each distinct storage of ``tensors`` into a buffer between two pads of ``pattern``
     bytes; every tensor on it is re-pointed at the same bytes (views keep their offsets).
     Returns (buffer, pad, storage bytes) per moved storage."""
-    groups: dict[int, list[torch.Tensor]] = {}
-    for t in tensors.values():
-        if t.numel() == 0 or t.is_sparse or t.layout is not torch.strided:
-            continue
-        groups.setdefault(t.untyped_storage().data_ptr(), []).append(t)
-    guarded = []
-    with torch.no_grad():
-        for group in groups.values():
-            storage = group[0].untyped_storage()
-            nbytes = storage.nbytes()
-            if nbytes == 0 or nbytes > MAX_BYTES:
-                continue
-            pad = _pad_bytes(nbytes)
-            buf = torch.full((pad + nbytes + pad,), pattern, dtype=torch.uint8,
-                             device=group[0].device)
-            old = torch.empty(0, dtype=torch.uint8, device=group[0].device).set_(storage)
-            buf[pad:pad + nbytes].copy_(old)
-            for t in group:      # pads are multiples of ALIGN: whole elements of any dtype
-                t.set_(buf.untyped_storage(), pad // t.element_size() + t.storage_offset(),
-                       t.size(), t.stride())
-            guarded.append((buf, pad, nbytes))
-    return guarded
+    return move_storages(tensors.values(), lambda nbytes: (_pad_bytes(nbytes),) * 2, pattern,
+                         max_bytes=MAX_BYTES)
 
 
 def pads_changed(guarded: list[tuple[torch.Tensor, int, int]], pattern: int = PATTERNS[0]) -> bool:

@@ -6,7 +6,7 @@ Paths name where a value sits the way a user reads it: ``return``, ``return[1]``
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -64,6 +64,46 @@ def clone_tree(value: Any) -> Any:
     On a GPU the clone is ordered on the current stream: it captures what the caller would see.
     """
     return map_tensors(value, _detached_clone)
+
+
+def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[int, int]],
+                  fill: int, max_bytes: int | None = None) -> list[tuple[torch.Tensor, int, int]]:
+    """Move each distinct storage of ``tensors`` into a buffer of ``fill`` bytes, between a pad
+    before it and a pad after it (``pads(storage bytes)``, each a multiple of 512: whole elements
+    of any dtype); every tensor on that storage is re-pointed at the same bytes in place
+    (``Tensor.set_``: views keep their offsets, values and ``requires_grad`` unchanged). Storages
+    over ``max_bytes``, empty, sparse or not strided stay where they are, as does one ``set_``
+    refuses. Returns (buffer, pad before, storage bytes) per moved storage."""
+    groups: dict[int, dict[int, torch.Tensor]] = {}      # storage -> tensors on it, each once
+    for t in tensors:
+        if t.numel() == 0 or t.is_sparse or t.layout is not torch.strided:
+            continue
+        groups.setdefault(t.untyped_storage().data_ptr(), {})[id(t)] = t
+    moved = []
+    with torch.no_grad():
+        for members in groups.values():
+            group = list(members.values())
+            storage = group[0].untyped_storage()
+            nbytes = storage.nbytes()
+            if nbytes == 0 or (max_bytes is not None and nbytes > max_bytes):
+                continue
+            before, after = pads(nbytes)
+            buf = torch.full((before + nbytes + after,), fill, dtype=torch.uint8,
+                             device=group[0].device)
+            old = torch.empty(0, dtype=torch.uint8, device=group[0].device).set_(storage)
+            buf[before:before + nbytes].copy_(old)
+            offsets = [t.storage_offset() for t in group]
+            try:
+                for t in group:
+                    t.set_(buf.untyped_storage(), before // t.element_size() + t.storage_offset(),
+                           t.size(), t.stride())
+            except RuntimeError:     # refused (a tensor autograd tracks): the storage stays
+                for t, offset in zip(group, offsets):
+                    if t.untyped_storage().data_ptr() == buf.data_ptr():
+                        t.set_(storage, offset, t.size(), t.stride())
+                continue
+            moved.append((buf, before, nbytes))
+    return moved
 
 
 def as_bits(t: torch.Tensor) -> torch.Tensor:
