@@ -97,6 +97,22 @@ def test_guarded_storages_keep_values_and_views():
     assert bounds.pads_changed(guarded)
 
 
+def test_a_guard_around_a_tail_padded_build_starts_where_its_data_ends():
+    """A GPU build lies before a pad of its own (runtime.invoke.tail_padded); the guard still
+    sees a store one element past the tensor's end, not one past the pad."""
+    from tritonforge.runtime.invoke import tail_padded
+
+    x = torch.arange(6.0, device=DEVICE)
+    tail_padded((x,))
+    assert x.untyped_storage().nbytes() > 24                   # the build's own pad
+    guarded = bounds.guard_storages({"x": x})
+    buf, pad, nbytes = guarded[0]
+    assert nbytes == 24 and buf.numel() == 2 * pad + 24
+    assert torch.equal(x, torch.arange(6.0, device=DEVICE)) and not bounds.pads_changed(guarded)
+    buf[pad + nbytes] = 1
+    assert bounds.pads_changed(guarded)
+
+
 def test_an_outside_case_turns_off_the_bare_calls_there_only(monkeypatch):
     """With one of two cases ruled out, a candidate that latches onto honest behaviour once it
     sees a guard is still caught by its first, bare calls on the other case, and the verdict

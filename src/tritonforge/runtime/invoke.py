@@ -83,7 +83,7 @@ def tail_padded(inputs: Any) -> Any:
             if total > TAIL_PAD_TOTAL:
                 break
         chosen.append(t)
-    move_storages(chosen, lambda nbytes: (0, _tail_pad_bytes(nbytes)), TAIL_FILL)
+    move_storages(chosen, lambda nbytes: (0, _tail_pad_bytes(nbytes)), TAIL_FILL, mark=True)
     return inputs
 
 

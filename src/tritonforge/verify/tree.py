@@ -66,14 +66,23 @@ def clone_tree(value: Any) -> Any:
     return map_tensors(value, _detached_clone)
 
 
+# On a tensor whose storage ends in a pad another move added (``move_storages(..., mark=True)``:
+# ``runtime.invoke.tail_padded``): how many of the storage's bytes are data. A later move takes
+# those alone, so a guard around them (``verify.bounds``) starts where the data ends, not past
+# the pad, and sees a store one element past the end as it did before the pad.
+DATA_BYTES = "_tritonforge_data_bytes"
+
+
 def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[int, int]],
-                  fill: int, max_bytes: int | None = None) -> list[tuple[torch.Tensor, int, int]]:
+                  fill: int, max_bytes: int | None = None, mark: bool = False
+                  ) -> list[tuple[torch.Tensor, int, int]]:
     """Move each distinct storage of ``tensors`` into a buffer of ``fill`` bytes, between a pad
     before it and a pad after it (``pads(storage bytes)``, each a multiple of 512: whole elements
     of any dtype); every tensor on that storage is re-pointed at the same bytes in place
-    (``Tensor.set_``: views keep their offsets, values and ``requires_grad`` unchanged). Storages
-    over ``max_bytes``, empty, sparse or not strided stay where they are, as does one ``set_``
-    refuses. Returns (buffer, pad before, storage bytes) per moved storage."""
+    (``Tensor.set_``: views keep their offsets, values and ``requires_grad`` unchanged). A storage
+    an earlier marked move padded moves its data bytes only (``DATA_BYTES``); ``mark`` marks
+    this move's. Storages over ``max_bytes``, empty, sparse or not strided stay where they are,
+    as does one ``set_`` refuses. Returns (buffer, pad before, data bytes) per moved storage."""
     groups: dict[int, dict[int, torch.Tensor]] = {}      # storage -> tensors on it, each once
     for t in tensors:
         if t.numel() == 0 or t.is_sparse or t.layout is not torch.strided:
@@ -84,14 +93,15 @@ def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[i
         for members in groups.values():
             group = list(members.values())
             storage = group[0].untyped_storage()
-            nbytes = storage.nbytes()
+            marked = [t.__dict__[DATA_BYTES] for t in group if DATA_BYTES in t.__dict__]
+            nbytes = min(storage.nbytes(), max(marked)) if marked else storage.nbytes()
             if nbytes == 0 or (max_bytes is not None and nbytes > max_bytes):
                 continue
             before, after = pads(nbytes)
             buf = torch.full((before + nbytes + after,), fill, dtype=torch.uint8,
                              device=group[0].device)
             old = torch.empty(0, dtype=torch.uint8, device=group[0].device).set_(storage)
-            buf[before:before + nbytes].copy_(old)
+            buf[before:before + nbytes].copy_(old[:nbytes])
             offsets = [t.storage_offset() for t in group]
             try:
                 for t in group:
@@ -102,6 +112,11 @@ def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[i
                     if t.untyped_storage().data_ptr() == buf.data_ptr():
                         t.set_(storage, offset, t.size(), t.stride())
                 continue
+            for t in group:
+                if mark:
+                    t.__dict__[DATA_BYTES] = nbytes
+                else:
+                    t.__dict__.pop(DATA_BYTES, None)
             moved.append((buf, before, nbytes))
     return moved
 
