@@ -92,8 +92,69 @@ def test_an_accepted_candidate_becomes_the_incumbent_and_joins_the_chain():
     assert len(stages.timed[0]) == 2                    # the wrong one was never timed
     assert [h.status for h in s.history].count(Status.MISMATCH) == 1
     assert s.tried == 3 and len(s.runners) == 1         # 1.25x, beaten in its round
-    assert [p for p, _ in events][:3] == ["propose", "verify", "repair"]
+    assert [p for p, _ in events][:3] == ["propose", "verify", "time"]
+    assert [p for p, _ in events][-1] == "repair"       # the failed one's repair, after timing
     assert any(kw.get("best_speedup") for p, kw in events if p == "time")
+
+
+class RepairingStages(FakeStages):
+    """Repairs each failed ("wrong") candidate into ``fixes[its source]`` (a (source, ms) pair),
+    and logs when the round's repairs and timings ran."""
+
+    def __init__(self, proposals, fixes, incumbent_ms=1.0):
+        super().__init__(proposals, incumbent_ms)
+        self.fixes, self.log = fixes, []
+
+    def _repair_failed(self, task, original, cands, verified, case_ids, ctx, history, in_time):
+        self.log.append("repair")
+        out = []
+        for c in cands:
+            if verified[c.hash].status is not Status.OK and c.source in self.fixes:
+                src, ms = self.fixes[c.source]
+                fix = Candidate(src, "repair:rule", c.hash, "fix of " + c.description)
+                self.ms[fix.hash] = ms
+                out.append(fix)
+        return out
+
+    def _time(self, task, incumbent, cands, case_ids, end_within_s=None):
+        self.log.append("time")
+        base, self.incumbent_ms = self.incumbent_ms, self.ms.get(incumbent.hash, self.incumbent_ms)
+        try:                                  # the incumbent at its own time
+            return super()._time(task, incumbent, cands, case_ids, end_within_s)
+        finally:
+            self.incumbent_ms = base
+
+
+def test_a_round_times_its_verified_candidates_before_it_repairs_the_failed_ones():
+    """The verified candidates are judged first; a fix is timed after, beside the incumbent they
+    made, and one that beats it joins the chain."""
+    stages = RepairingStages({1: [("x = 1\n", 0.8), ("x = 2 wrong\n", 0.1)]},
+                             {"x = 2 wrong\n": ("x = 3\n", 0.4)})
+    s = run_round(_state(), _env(stages)).state
+    assert stages.log == ["time", "repair", "time"]
+    assert [c.source for c in s.chain] == ["x = 1\n", "x = 3\n"]
+    assert s.incumbent.source == "x = 3\n" and s.stale == 0 and 2.4 < s.factor < 2.6
+
+
+def test_a_fix_that_gains_nothing_does_not_count_the_round_twice():
+    stages = RepairingStages({1: [("x = 1\n", 1.0), ("x = 2 wrong\n", 0.1)]},
+                             {"x = 2 wrong\n": ("x = 3\n", 1.0)})
+    s = run_round(_state(patience=3), _env(stages)).state
+    assert stages.log == ["time", "repair", "time"] and s.stale == 1
+    stages = RepairingStages({1: [("x = 1\n", 0.5), ("x = 2 wrong\n", 0.1)]},
+                             {"x = 2 wrong\n": ("x = 3\n", 1.0)})
+    s = run_round(_state(patience=3), _env(stages)).state
+    assert s.stale == 0 and s.incumbent.source == "x = 1\n"
+
+
+def test_with_nothing_verified_the_repairs_come_first_and_their_fixes_are_timed():
+    stages = RepairingStages({1: [("x = 2 wrong\n", 0.1)]}, {"x = 2 wrong\n": ("x = 3\n", 0.5)})
+    s = run_round(_state(), _env(stages)).state
+    assert stages.log == ["repair", "time"] and s.incumbent.source == "x = 3\n"
+    assert s.first_verified_s is not None
+    stages = RepairingStages({1: [("x = 2 wrong\n", 0.1)]}, {})
+    s = run_round(_state(patience=3), _env(stages)).state
+    assert stages.log == ["repair"] and s.stale == 1 and s.first_verified_s is None
 
 
 def test_a_round_without_gain_counts_towards_patience():

@@ -3,9 +3,10 @@
 ``run_round(state, env)`` -> ``RoundOutcome``: propose from the incumbent (in a branch round, from
 the near miss ``state.branch``: ``search.branch``), prune, verify in the
 cascade (its last tier, performance cases alone, deferred: ``cases.split_deferred``), drop the
-cases the original itself cannot run, repair, time the verified ones beside the incumbent,
-arbitrate, and verify the accepted ones on the deferred tier, best first, until one passes; the
-next ``SearchState`` (or a stop reason) comes back. Nothing of the
+cases the original itself cannot run, time the verified ones beside the incumbent, arbitrate,
+and verify the accepted ones on the deferred tier, best first, until one passes; then repair the
+failed ones with the time left and judge the fixes the same way (first, where nothing verified);
+the next ``SearchState`` (or a stop reason) comes back. Nothing of the
 search's progress lives anywhere else, so a round can be tested with fake stages and evaluators.
 """
 
@@ -224,26 +225,21 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
         if r.status is not Status.OK:
             reason = r.failure.one_line() if r.failure else (r.verdict.summary() if r.verdict else "")
             history.append(HistoryEntry(c.hash, c.origin, c.description, r.status, None, reason))
-    env.emit("repair", round=round_, **counts(replace(state, history=tuple(history))))
-    if env.in_time():
-        with clock.phase("repair"):
-            # on the tiers every candidate of the round is verified on, while the round may
-            # still start work: a fix verified on every case (the deferred tier's large ones
-            # too) took 38 s of attention_llama's record, whose 1.063x best then found 4 s left
-            # for its final check (H200 pass, engine c064071456aa, 2026-11-28)
-            good += st._repair_failed(state.task, state.original, cands, verified,
-                                      tuple(cid for tier in split_deferred(
-                                          state.task, state.verify_tiers)[0] for cid in tier),
-                                      ctx, history, env.in_time)
     state = replace(state, history=tuple(history), notes=tuple(notes), tried=state.tried + len(cands))
-    if good and state.first_verified_s is None:
-        # a candidate verified ahead, while the original was measured, passed then, not now
-        ahead = [env.verified_before[c.hash] for c in good if c.hash in env.verified_before]
-        state = replace(state, first_verified_s=round(min(ahead + [env.elapsed()]), 1))
+    repair_tiers = tuple(cid for tier in split_deferred(state.task, state.verify_tiers)[0]
+                         for cid in tier)
     if good:
+        if state.first_verified_s is None:
+            # a candidate verified ahead, while the original was measured, passed then, not now
+            ahead = [env.verified_before[c.hash] for c in good if c.hash in env.verified_before]
+            state = replace(state, first_verified_s=round(min(ahead + [env.elapsed()]), 1))
         state = _time_and_judge(state, env, good, in_time)
+        # then the repairs, with the time the timing left: the fixes of failed candidates are
+        # a round's long shot, and timed first, the verified ones are judged by then
+        state = _repair_and_judge(state, env, cands, verified, ctx, repair_tiers, in_time)
     else:
-        state = replace(state, stale=state.stale + 1)
+        state = _repair_and_judge(state, env, cands, verified, ctx, repair_tiers, in_time,
+                                  first=True)
     state = replace(state, last_round_s=_busy_s(start, blocked0))
     if state.stale == 0:
         return RoundOutcome(state)
@@ -252,6 +248,38 @@ def run_round(state: SearchState, env: RoundEnv) -> RoundOutcome:
     if state.stale >= state.patience:
         return RoundOutcome(state, f"no gain for {state.stale} rounds")
     return RoundOutcome(state)
+
+
+def _repair_and_judge(state: SearchState, env: RoundEnv, cands: list[Candidate],
+                      verified: Mapping[str, VariantResult], ctx: ProposalContext,
+                      case_ids: tuple[str, ...], in_time: Callable[[dict], bool],
+                      first: bool = False) -> SearchState:
+    """The round's failed candidates repaired (``RoundStages._repair_failed``, on the tiers every
+    candidate of the round was verified on, while the round may still start work), and the
+    fixes that verify timed and judged beside the incumbent. After the round's own timing where
+    it had verified candidates; ``first`` where it had none (the fixes are then all there is to
+    time, and a round without an accepted one counts towards patience once). A repair took 33 s
+    of attention_llama's record before its verified candidates were timed (four H200s, engine
+    b5d2db76c1e1, 2026-11-28); a fix verified on every case, the deferred tier's large ones
+    too, took 38 s of it before (engine c064071456aa), and its 1.063x best then found 4 s left
+    for its final check."""
+    if not env.in_time():
+        return state if not first else replace(state, stale=state.stale + 1)
+    round_, history = state.round, list(state.history)
+    env.emit("repair", round=round_, **counts(state))
+    with env.clock.phase("repair"):
+        fixed = env.stages._repair_failed(state.task, state.original, cands, dict(verified),
+                                          case_ids, ctx, history, env.in_time)
+    state = replace(state, history=tuple(history))
+    if not fixed:
+        return state if not first else replace(state, stale=state.stale + 1)
+    if first and state.first_verified_s is None:
+        state = replace(state, first_verified_s=round(env.elapsed(), 1))
+    stale, incumbent = state.stale, state.incumbent
+    state = _time_and_judge(state, env, fixed, in_time)
+    if not first and state.incumbent is incumbent:
+        state = replace(state, stale=stale)   # the round's own timing counted it already
+    return state
 
 
 def _timing_room(env: RoundEnv, round_: int) -> float:
