@@ -232,7 +232,7 @@ def test_the_stages_average_a_candidates_request_on_the_generated_tier():
     task = replace(task, cases=task.cases + (
         Case("gen-odd", CaseRole.CORRECTNESS, SpecCall("f"), generated=True),))
     st = RoundStages.__new__(RoundStages)
-    st.evaluators, st._generated_walls = [Timed([])], []
+    st.evaluators, st._generated_walls, st._base_source = [Timed([])], [], None
     cands = [Candidate("x = 1\n", "r"), Candidate("x = 2\n", "r"),
              Candidate("x = 3 wrong on t0\n", "r")]
     st.verify(task, ORIGINAL, cands, (("t0",), ("gen-odd",), ("p-mid",)))

@@ -32,7 +32,8 @@ from .blame import TWIN_RUNS_WHERE_IT_VARIES, blamed_cases, original_varies, twi
 from .cascade import variant as _variant
 from .cascade import verify_cascade
 from .proposer import Proposer
-from .prune import limits_for_hardware, prune_candidates, task_element_bytes
+from .overflows import Overflow, learn_overflow, learned_overflow
+from .prune import Pruned, limits_for_hardware, prune_candidates, task_element_bytes
 from .repair import RepairOutcome, repair_candidate
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class RoundStages:
         self.profile = None
         self._twin_fails: dict[str, bool] = {}
         self._generated_walls: list[float] = []   # candidates' request seconds on generated cases
+        self._overflows: list[Overflow] = []       # shapes out of shared memory (search.overflows)
+        self._base_source: str | None = None       # the base the last round's proposals came from
 
     def verify(self, task: Task, original: Candidate, cands: list[Candidate],
                tiers: tuple[tuple[str, ...], ...],
@@ -82,8 +85,33 @@ class RoundStages:
             if made and tier < len(kept) and set(kept[tier]) <= made:
                 self._generated_walls += [r.wall_s for r in got.values()
                                           if r.status is not Status.SKIPPED and r.wall_s > 0]
-        return verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time,
-                              on_results, fresh)
+        got = verify_cascade(self.evaluators, task, original, cands, tiers, said, in_time,
+                             on_results, fresh)
+        self._learn_overflows(cands, got)
+        return got
+
+    def _learn_overflows(self, cands: list[Candidate], got: dict[str, VariantResult]) -> None:
+        """Remember the launch shapes whose compile ran out of shared memory
+        (``search.overflows``): later rounds prune candidates with those shapes and as many
+        stages or more."""
+        if self._base_source is None:
+            return
+        for c in cands:
+            r = got.get(c.hash)
+            if r is None or r.status is not Status.COMPILE_ERROR:
+                continue
+            try:
+                o = learn_overflow(c.source, self._base_source, _failure_text(r))
+            except Exception as exc:  # noqa: BLE001 - advice: never lose the round to it
+                log.debug("nothing learned from %s: %s", c.description or c.hash, exc)
+                continue
+            if o is not None and not any(k.kernel == o.kernel and k.site == o.site
+                                         and k.shape == o.shape and k.stages <= o.stages
+                                         for k in self._overflows):
+                self._overflows.append(o)
+                self.progress(f"{self.task.name}: {o.kernel} launch {o.site} runs out of shared "
+                              f"memory at num_stages={o.stages} with its tiles ({c.description}): "
+                              "as many stages or more are pruned from now on")
 
     def generated_tier_s(self) -> float | None:
         """Mean seconds of a candidate's verification request on the generated cases' tier
@@ -259,6 +287,20 @@ class RoundStages:
             pruned += more
         except Exception as exc:  # noqa: BLE001 - the estimate is advice: never lose candidates to it
             log.warning("resource pruning failed, verifying every candidate: %s", exc)
+        self._base_source = incumbent.source
+        kept = []
+        for c in cands:
+            try:
+                why = learned_overflow(c.source, incumbent.source, self._overflows)
+            except Exception as exc:  # noqa: BLE001 - as above
+                log.debug("no learned pruning of %s: %s", c.description or c.hash, exc)
+                why = None
+            if why is None:
+                kept.append(c)
+            else:
+                pruned.append(Pruned(c.hash, c.origin, c.description, why, ("shared",),
+                                     stage="learned"))
+        cands = kept
         for p in pruned:
             history.append(p.history_entry())
             notes.append(f"pruned {p.description or p.candidate}: {p.reason[:200]}")
