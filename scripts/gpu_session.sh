@@ -197,15 +197,17 @@ for step in "$@"; do
       # the checkout's engine (call it without ENGINE_TREE; ENGINE_COMMIT names it) on SMOKE_NAMES
       # in a scratch pass of its own (SMOKE_DIR), then its records beside the pass's of the same
       # records (scripts/records_compare.py): a development check before a new pass, not a pass.
-      # The default records are those the engine's changes after c064071456aa aim at, most
-      # exposed first (fast_ce_loss: a deferred tier that left its final check no room, and a
-      # 16.8 GB performance set built per seed; fast_rope_embedding: 34 GB of sizes built through
-      # the host in a 77 s baseline; token_softmax_llama: four twin runs' worker starts;
-      # max_reduction: a candidate kernel compiling 70 s; ...); two GPUs run about seven in a
-      # 555 s call
+      # The default records are those the engine's changes after b5d2db76c1e1 aim at (its smoke
+      # on four H200s: bench/results/HISTORY.md, 2026-11-28): originals that reach past their
+      # arguments' end (token_softmax_llama lost every performance case to illegal memory
+      # accesses; kcache_copy_triton, kv_cache_filling, rms_matmul_rbe), launches whose compile
+      # runs out of shared memory (context_attn_bloom, matmul_kernel, matmul_persistent_triton),
+      # a round's repair before its timing (attention_llama), and two the smoke left at one
+      # verified candidate (fused_recurrent_hgrn, chunk_linear_attn); four GPUs run the ten in
+      # a 555 s call
       if [ -n "${ENGINE_TREE:-}" ]; then log "smoke not run: ENGINE_TREE is set (a smoke runs the checkout's engine)"; continue; fi
       PASS_DIR="${SMOKE_DIR:-/tmp/smoke}"; mkdir -p "$PASS_DIR"
-      NAMES="${SMOKE_NAMES:-fast_ce_loss,fast_rope_embedding,token_softmax_llama,max_reduction,fused_recurrent_hgrn,flash_decode2_phi,attention_llama,chunk_linear_attn,context_attn_bloom,layer_norm_ops}"
+      NAMES="${SMOKE_NAMES:-token_softmax_llama,context_attn_bloom,attention_llama,kcache_copy_triton,matmul_kernel,kv_cache_filling,rms_matmul_rbe,matmul_persistent_triton,fused_recurrent_hgrn,chunk_linear_attn}"
       SMOKE_AFTER=1; STORE_TAG=-smoke      # a run store of its own, never a pass's
       ;&
     pass|optimize)

@@ -325,8 +325,10 @@ def test_each_device_build_lies_at_the_start_of_a_buffer_padded_with_garbage(tmp
     """An original that stores a little past its argument's end (token_softmax_llama's) writes
     into memory its process owns, not into another allocation or unmapped memory; the pad is
     0x7F bytes, so a candidate that drops a mask reads garbage there, not zeros."""
+    from tritonforge.runtime import invoke
     from tritonforge.runtime.invoke import TAIL_FILL, TAIL_PAD_MIN
 
+    monkeypatch.setattr(invoke, "PADDED_DEVICES", ("cuda", "cpu"))   # no GPU here
     builder, mod = _device_builder(tmp_path, monkeypatch, 10 ** 12)
     first = builder.build(mod, _device_case(2), 0).arguments[0][0]     # 32 floats: 128 bytes
     raw = _storage_bytes(first)
@@ -343,9 +345,37 @@ def test_each_device_build_lies_at_the_start_of_a_buffer_padded_with_garbage(tmp
     assert not torch.equal(builder.build(mod, _device_case(2), 0).arguments[0][0], second)
 
 
+def test_a_kept_copy_is_never_shared_where_no_storage_could_be_padded(tmp_path, monkeypatch):
+    """Past the pads' total (or where the device has no memory for a move) a storage stays
+    where it is: a variant's copy of the kept inputs is then a clone, never the kept tensor."""
+    from tritonforge.runtime import invoke
+
+    monkeypatch.setattr(invoke, "PADDED_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setattr(invoke, "TAIL_PAD_TOTAL", 0)
+    builder, mod = _device_builder(tmp_path, monkeypatch, 10 ** 12)
+    first = builder.build(mod, _device_case(2), 0).arguments[0][0]
+    first.fill_(-1.0)
+    second = builder.build(mod, _device_case(2), 0).arguments[0][0]
+    assert len(mod.moves) == 1 and not torch.equal(second, first)
+    second.fill_(-2.0)
+    third = builder.build(mod, _device_case(2), 0).arguments[0][0]
+    assert not torch.equal(third, second) and not torch.equal(third, first)
+    assert third.untyped_storage().nbytes() == third.nbytes                  # unpadded
+
+
+def test_host_tensors_are_not_padded():
+    from tritonforge.runtime.invoke import tail_padded
+
+    t = torch.ones(4)
+    ptr = t.data_ptr()
+    tail_padded((t,))
+    assert t.data_ptr() == ptr and t.untyped_storage().nbytes() == 16
+
+
 def test_tail_padding_keeps_views_together_gradients_and_a_total_bound(monkeypatch):
     from tritonforge.runtime import invoke
 
+    monkeypatch.setattr(invoke, "PADDED_DEVICES", ("cuda", "cpu"))
     base = torch.arange(12, dtype=torch.float32)
     view = base[4:].view(2, 4)
     leaf = torch.ones(3, requires_grad=True)

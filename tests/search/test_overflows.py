@@ -75,6 +75,25 @@ def test_nothing_is_learned_where_two_launches_changed_or_the_base_already_compi
     learned = learn_overflow(stages(3), BASE, OUT_OF_SHARED)
     # a base with that shape at 4 stages compiled: its own config is never pruned on it
     assert learned_overflow(stages(4), stages(4), [learned]) is None
+    # a failure at the stages the base compiled with is its num_warps': it teaches nothing
+    assert learn_overflow(stages(3, warps="16"), stages(3), OUT_OF_SHARED) is None
+
+
+def test_a_change_outside_the_launch_options_is_another_shape():
+    """A module-level tile constant changed with the stages: the overflow may be the tile's, so
+    nothing is learned; and what the stages alone taught prunes no candidate with another tile."""
+    base = "TILE = 128\n" + BASE.replace("BLOCK_N=BLOCK,", "BLOCK_N=TILE,")
+
+    def at(src: str, n: int) -> str:
+        return src.replace("num_warps=num_warps,\n                      num_stages=1)",
+                           f"num_warps=num_warps,\n                      num_stages={n})")
+
+    assert learn_overflow(at(base.replace("TILE = 128", "TILE = 1024"), 4), base,
+                          OUT_OF_SHARED) is None
+    learned = learn_overflow(at(base, 3), base, OUT_OF_SHARED)
+    assert learned is not None and learned_overflow(at(base, 4), base, [learned])
+    assert learned_overflow(at(base.replace("TILE = 128", "TILE = 32"), 4), base,
+                            [learned]) is None
 
 
 def test_a_round_learns_from_its_compile_errors_and_prunes_the_next_rounds_alike():

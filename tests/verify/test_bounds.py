@@ -100,10 +100,15 @@ def test_guarded_storages_keep_values_and_views():
 def test_a_guard_around_a_tail_padded_build_starts_where_its_data_ends():
     """A GPU build lies before a pad of its own (runtime.invoke.tail_padded); the guard still
     sees a store one element past the tensor's end, not one past the pad."""
-    from tritonforge.runtime.invoke import tail_padded
+    from tritonforge.runtime import invoke
 
     x = torch.arange(6.0, device=DEVICE)
-    tail_padded((x,))
+    devices = invoke.PADDED_DEVICES
+    invoke.PADDED_DEVICES = (x.device.type,)          # the host's tensors too, for the test
+    try:
+        invoke.tail_padded((x,))
+    finally:
+        invoke.PADDED_DEVICES = devices
     assert x.untyped_storage().nbytes() > 24                   # the build's own pad
     guarded = bounds.guard_storages({"x": x})
     buf, pad, nbytes = guarded[0]

@@ -63,6 +63,7 @@ TAIL_PAD_MIN = 2 << 20          # bytes after each storage: a quarter of it, wit
 TAIL_PAD_MAX = 64 << 20
 TAIL_PAD_TOTAL = 1 << 30        # at most this much padding per build (the first storages get it)
 TAIL_FILL = 0x7F
+PADDED_DEVICES = ("cuda",)      # the device types whose builds are padded
 
 
 def _tail_pad_bytes(nbytes: int) -> int:
@@ -71,19 +72,22 @@ def _tail_pad_bytes(nbytes: int) -> int:
 
 
 def tail_padded(inputs: Any) -> Any:
-    """``inputs`` with each distinct tensor storage moved to the start of a buffer with a pad of
-    ``TAIL_FILL`` bytes after it (``verify.tree.move_storages``; the tensors re-pointed in place,
-    values, strides and alignment unchanged), while the pads total at most ``TAIL_PAD_TOTAL``."""
-    chosen, seen, total = [], set(), 0
-    for _, t in iter_tensors(inputs, ""):
+    """``inputs`` with each distinct storage of its tensors on a ``PADDED_DEVICES`` device moved
+    to the start of a buffer with a pad of ``TAIL_FILL`` bytes after it
+    (``verify.tree.move_storages``; the tensors re-pointed in place, values, strides and
+    alignment unchanged; the tensors of one storage move together), while the pads total at most
+    ``TAIL_PAD_TOTAL``; a storage past that, or whose move would run out of device memory, stays
+    where it is, as do host tensors (a pinned one would lose its pinning)."""
+    tensors = [t for _, t in iter_tensors(inputs, "") if t.device.type in PADDED_DEVICES]
+    total, padded = 0, {}                # storage -> whether it gets a pad
+    for t in tensors:
         key = t.untyped_storage().data_ptr()
-        if key not in seen:
-            seen.add(key)
-            total += _tail_pad_bytes(t.untyped_storage().nbytes())
-            if total > TAIL_PAD_TOTAL:
-                break
-        chosen.append(t)
-    move_storages(chosen, lambda nbytes: (0, _tail_pad_bytes(nbytes)), TAIL_FILL, mark=True)
+        if key not in padded:
+            pad = _tail_pad_bytes(t.untyped_storage().nbytes())
+            padded[key] = total + pad <= TAIL_PAD_TOTAL
+            total += pad if padded[key] else 0
+    move_storages([t for t in tensors if padded[t.untyped_storage().data_ptr()]],
+                  lambda nbytes: (0, _tail_pad_bytes(nbytes)), TAIL_FILL, mark=True)
     return inputs
 
 
@@ -96,6 +100,16 @@ def _aliases(inputs: Any) -> Any:
                 t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
         return a.requires_grad_(t.requires_grad) if t.is_leaf else a
     return map_tensors(inputs, alias)
+
+
+def _padded_copy(kept: Any) -> Any:
+    """A variant's own copy of the pristine ``kept`` inputs, padded (``tail_padded``); a tensor
+    whose storage could not move (no device memory for the move, a host tensor) is cloned, so
+    no variant writes into ``kept``."""
+    ptrs = {t.untyped_storage().data_ptr() for _, t in iter_tensors(kept, "")}
+    copy = tail_padded(_aliases(kept))
+    return map_tensors(copy, lambda t: clone_tree(t) if t.untyped_storage().data_ptr() in ptrs
+                       else t)
 
 
 def _free_device_bytes(device: str) -> int | None:
@@ -435,7 +449,7 @@ class InvocationBuilder:
         key = (hash(recipe.script), seed, recipe.index)
         kept = self._kept_on_device
         if kept is not None and kept[0] == key:
-            return tail_padded(_aliases(kept[1]))     # a padded copy: the kept one stays
+            return _padded_copy(kept[1])     # a padded copy: the kept one stays
         self._kept_on_device = None          # the last size's copy goes before this one is built
         drawn = self._drawn_on_device(instance, recipe, seed)
         inputs = None

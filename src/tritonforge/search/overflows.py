@@ -9,25 +9,24 @@ compile errors, each a verification slot.
 
 A candidate whose compile ran out of shared memory by ``MARGIN`` or more, and which differs from
 the round's base at one launch alone, teaches that the launch's shape fails at its num_stages:
-the shape is the kernel's code (decorators included) and the code of the function that launches
-it, every launch's ``num_warps=`` and ``num_stages=`` values left out, so the tiles a wrapper
-computes are the same computation. A later candidate whose launch has that shape and as many
-stages or more is pruned before compiling (``learned_overflow``); its num_warps may differ (a
-block's shared memory is its tiles times its stages; the margin covers the rest). A tile written
-differently, a kernel changed, a launch whose num_stages is not a literal, an autotuned kernel:
-nothing learned, nothing pruned.
+the shape is the whole module's code with every launch's ``num_warps=`` and ``num_stages=``
+values left out (so the tiles a wrapper computes are the same computation), and the launch's
+place. A later candidate whose launch has that shape and as many stages or more is pruned before
+compiling (``learned_overflow``); its num_warps may differ (a block's shared memory is its tiles
+times its stages; the margin covers the rest), but a failure at stages the base compiled with is
+its num_warps', and teaches nothing. Any other change to the code, a launch whose num_stages is
+not a literal, an autotuned kernel: nothing learned, nothing pruned.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 import re
 from dataclasses import dataclass
 
 from ..analyze import analyze_source
-from ..analyze.model import LaunchSite, SourceAnalysis
+from ..analyze.model import SourceAnalysis
 
 MARGIN = 1.1       # learned only where the compile asked this much of the limit or more
 _REQUIRED = re.compile(r"Required: (\d+), Hardware limit: (\d+)")
@@ -35,7 +34,7 @@ _REQUIRED = re.compile(r"Required: (\d+), Hardware limit: (\d+)")
 
 @dataclass(frozen=True)
 class Overflow:
-    """A launch shape (``_shape``) whose compile ran out of shared memory at ``stages``."""
+    """A launch shape (``_launches``) whose compile ran out of shared memory at ``stages``."""
     kernel: str
     site: int
     shape: str
@@ -68,43 +67,22 @@ class _NoLaunchKnobs(ast.NodeTransformer):
         return node
 
 
-def _function(tree: ast.Module, qualified: str) -> ast.AST | None:
-    """The function ``qualified`` names ("f", "Class.method") in ``tree``, None if not found."""
-    scope: list[ast.stmt] = list(tree.body)
-    node: ast.AST | None = None
-    for part in qualified.split("."):
-        node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                        ast.ClassDef)) and n.name == part), None)
-        if node is None:
-            return None
-        scope = list(node.body)
-    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-
-
-def _shape(tree: ast.Module, site: LaunchSite) -> str | None:
-    """The code that sets a launch's tiles, its launch options left out; None where it cannot be
-    told (an autotuned kernel, a launch outside a function, a kernel not found)."""
-    if site.knobs is None or site.knobs.autotuned or not site.function:
-        return None
-    kernel = _function(tree, site.kernel)
-    wrapper = _function(tree, site.function)
-    if kernel is None or wrapper is None:
-        return None
-    text = ast.dump(kernel) + "\n" + ast.dump(_NoLaunchKnobs().visit(copy.deepcopy(wrapper)))
-    return hashlib.sha256(f"{site.kernel}:{site.index}:{text}".encode()).hexdigest()[:24]
-
-
 def _launches(source: str) -> dict[tuple[str, int], tuple[str | None, int | None, int | None]]:
-    """(kernel, site) -> (shape, num_stages, num_warps) of every launch of ``source``."""
+    """(kernel, site) -> (shape, num_stages, num_warps) of every launch of ``source``: the shape
+    is the whole module's code with every launch's options left out, and the launch's place;
+    None for an autotuned kernel's launch (its configs choose its stages)."""
     try:
         analysis: SourceAnalysis = analyze_source(source)
         tree = ast.parse(source)
     except Exception:  # noqa: BLE001 - a source that does not parse teaches nothing
         return {}
+    code = ast.dump(_NoLaunchKnobs().visit(tree))
     out = {}
     for site in analysis.launch_sites:
         k = site.knobs
-        out[(site.kernel, site.index)] = (_shape(tree, site), k.num_stages if k else None,
+        shape = None if k is None or k.autotuned else hashlib.sha256(
+            f"{site.kernel}:{site.index}:{code}".encode()).hexdigest()[:24]
+        out[(site.kernel, site.index)] = (shape, k.num_stages if k else None,
                                           k.num_warps if k else None)
     return out
 
@@ -121,8 +99,11 @@ def learn_overflow(source: str, base_source: str, message: str) -> Overflow | No
         return None
     (kernel, site), = changed
     shape, stages, _ = mine[(kernel, site)]
+    b_shape, b_stages, _ = base[(kernel, site)]
     if shape is None or stages is None:
         return None
+    if shape == b_shape and b_stages is not None and b_stages >= stages:
+        return None      # the base compiled with as many stages: its num_warps overflowed
     return Overflow(kernel, site, shape, stages, *needed)
 
 

@@ -275,6 +275,8 @@ def _repair_and_judge(state: SearchState, env: RoundEnv, cands: list[Candidate],
         return state if not first else replace(state, stale=state.stale + 1)
     if first and state.first_verified_s is None:
         state = replace(state, first_verified_s=round(env.elapsed(), 1))
+    if not env.in_time():      # the repairs took the time: the fixes stay untimed
+        return state if not first else replace(state, stale=state.stale + 1)
     stale, incumbent = state.stale, state.incumbent
     state = _time_and_judge(state, env, fixed, in_time)
     if not first and state.incumbent is incumbent:

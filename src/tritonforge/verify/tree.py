@@ -82,7 +82,8 @@ def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[i
     (``Tensor.set_``: views keep their offsets, values and ``requires_grad`` unchanged). A storage
     an earlier marked move padded moves its data bytes only (``DATA_BYTES``); ``mark`` marks
     this move's. Storages over ``max_bytes``, empty, sparse or not strided stay where they are,
-    as does one ``set_`` refuses. Returns (buffer, pad before, data bytes) per moved storage."""
+    as does one ``set_`` refuses or whose buffer the device has no memory for. Returns (buffer,
+    pad before, data bytes) per moved storage."""
     groups: dict[int, dict[int, torch.Tensor]] = {}      # storage -> tensors on it, each once
     for t in tensors:
         if t.numel() == 0 or t.is_sparse or t.layout is not torch.strided:
@@ -98,8 +99,11 @@ def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[i
             if nbytes == 0 or (max_bytes is not None and nbytes > max_bytes):
                 continue
             before, after = pads(nbytes)
-            buf = torch.full((before + nbytes + after,), fill, dtype=torch.uint8,
-                             device=group[0].device)
+            try:
+                buf = torch.full((before + nbytes + after,), fill, dtype=torch.uint8,
+                                 device=group[0].device)
+            except torch.OutOfMemoryError:   # the move needs both copies at once: it stays
+                continue
             old = torch.empty(0, dtype=torch.uint8, device=group[0].device).set_(storage)
             buf[before:before + nbytes].copy_(old[:nbytes])
             offsets = [t.storage_offset() for t in group]
