@@ -3,9 +3,9 @@
 The static estimate (``search.prune``) cannot size a tile the wrapper computes at run time. On
 four H200s (engine b5d2db76c1e1, 2026-11-28) context_attn_bloom's config search proposed
 num_stages 3, 4 and 5 for its one launch in round 1, alone and with other num_warps, and every
-one failed to compile (out of resource: shared memory, Required 320-450 KiB of the 227 KiB an
-H200 block has); round 2 proposed ten more of them: 20 of the record's 42 candidates were such
-compile errors, each a verification slot.
+one failed to compile (out of resource: shared memory, Required 256-450 KiB of the 227 KiB an
+H200 block has); round 2 proposed more of them: 19 of the record's candidates failed to compile
+so, each a verification slot.
 
 A candidate whose compile ran out of shared memory by ``MARGIN`` or more, and which differs from
 the round's base at one launch alone, teaches that the launch's shape fails at its num_stages:
