@@ -24,6 +24,7 @@ import ast
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..analyze import analyze_source
 from ..analyze.model import SourceAnalysis
@@ -67,10 +68,12 @@ class _NoLaunchKnobs(ast.NodeTransformer):
         return node
 
 
+@lru_cache(maxsize=64)       # a round asks it of its base once per candidate
 def _launches(source: str) -> dict[tuple[str, int], tuple[str | None, int | None, int | None]]:
     """(kernel, site) -> (shape, num_stages, num_warps) of every launch of ``source``: the shape
-    is the whole module's code with every launch's options left out, and the launch's place;
-    None for an autotuned kernel's launch (its configs choose its stages)."""
+    is the whole module's code with every launch's options left out, and the launch's place
+    (two launches never share a shape); None for an autotuned kernel's launch (its configs
+    choose its stages). Read-only: the result is cached."""
     try:
         analysis: SourceAnalysis = analyze_source(source)
         tree = ast.parse(source)
@@ -119,8 +122,7 @@ def learned_overflow(source: str, base_source: str, learned: list[Overflow]) -> 
             continue
         b_shape, b_stages, _ = base.get(key, (None, None, None))
         for o in learned:
-            if (o.kernel, o.site) == key and o.covers(shape, stages) \
-                    and not o.covers(b_shape or "", b_stages):
+            if o.covers(shape, stages) and not o.covers(b_shape or "", b_stages):
                 return (f"{o.kernel} launch {o.site}: num_stages={stages} with the tiles of a "
                         f"config whose compile ran out of shared memory at num_stages={o.stages} "
                         f"in this record (required {o.required // 1024} KiB, "

@@ -105,9 +105,7 @@ class RoundStages:
             except Exception as exc:  # noqa: BLE001 - advice: never lose the round to it
                 log.debug("nothing learned from %s: %s", c.description or c.hash, exc)
                 continue
-            if o is not None and not any(k.kernel == o.kernel and k.site == o.site
-                                         and k.shape == o.shape and k.stages <= o.stages
-                                         for k in self._overflows):
+            if o is not None and not any(k.covers(o.shape, o.stages) for k in self._overflows):
                 self._overflows.append(o)
                 self.progress(f"{self.task.name}: {o.kernel} launch {o.site} runs out of shared "
                               f"memory at num_stages={o.stages} with its tiles ({c.description}): "

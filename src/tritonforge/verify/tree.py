@@ -100,10 +100,12 @@ def move_storages(tensors: Iterable[torch.Tensor], pads: Callable[[int], tuple[i
                 continue
             before, after = pads(nbytes)
             try:
-                buf = torch.full((before + nbytes + after,), fill, dtype=torch.uint8,
-                                 device=group[0].device)
+                buf = torch.empty((before + nbytes + after,), dtype=torch.uint8,
+                                  device=group[0].device)
             except torch.OutOfMemoryError:   # the move needs both copies at once: it stays
                 continue
+            buf[:before].fill_(fill)         # the pads alone: the data is copied over next
+            buf[before + nbytes:].fill_(fill)
             old = torch.empty(0, dtype=torch.uint8, device=group[0].device).set_(storage)
             buf[before:before + nbytes].copy_(old[:nbytes])
             offsets = [t.storage_offset() for t in group]
